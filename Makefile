@@ -1,0 +1,67 @@
+# The attention book. Every target creates .venv and installs requirements.txt
+# when they are missing or out of date, so on a fresh machine `make book` and
+# `make test` are all the set-up there is.
+
+PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8000
+BUILD_FLAGS := -W -n --keep-going
+
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help book serve test lint unit notebooks site-tests lab bench clean distclean
+
+help:
+	@echo "make book   build the website (strict) into _build/html"
+	@echo "make test   lint, unit + property tests, nbval over every chapter, strict build, site tests"
+	@echo "make serve  serve _build/html on http://127.0.0.1:$(PORT)"
+	@echo "make lab    JupyterLab on the chapters"
+	@echo "make bench  run the benchmarks and print their tables"
+	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --upgrade pip
+	$(BIN)/python -m pip install -r requirements.txt
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . $(BUILD_FLAGS)
+	@echo "The website is in $(CURDIR)/_build/html/index.html (make serve to browse it)"
+
+serve: book
+	$(BIN)/python -m http.server --directory _build/html --bind 127.0.0.1 $(PORT)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest --durations=5
+
+# Strict nbval: every stored text output must come back identical. The set of
+# notebooks in chapters/ equals the set in _toc.yml (tests/test_book_layout.py).
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters --durations=0
+
+site-tests: $(STAMP)
+	$(BIN)/python -m pytest tests/site
+
+test: lint unit notebooks book site-tests
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab chapters
+
+bench: $(STAMP)
+	@for script in benchmarks/bench_*.py; do \
+	    [ -e "$$script" ] || { echo "no benchmarks yet"; break; }; \
+	    $(BIN)/python "$$script" || exit 1; \
+	done
+
+clean:
+	rm -rf _build .pytest_cache .hypothesis .ruff_cache
+	find . -name __pycache__ -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info
