@@ -46,7 +46,7 @@ notebooks: $(STAMP)
 	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters --durations=0
 
 site-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/site
+	$(BIN)/python -m pytest tests/website
 
 test: lint unit notebooks book site-tests
 

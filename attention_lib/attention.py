@@ -146,7 +146,8 @@ def check_attention_inputs(
 
     Examples
     --------
-    >>> q, k, v, batch = check_attention_inputs(np.ones((2, 3, 4)), np.ones((5, 4)), np.ones((5, 6)))
+    >>> q, k, v, batch = check_attention_inputs(
+    ...     np.ones((2, 3, 4)), np.ones((5, 4)), np.ones((5, 6)))
     >>> batch
     (2,)
     """

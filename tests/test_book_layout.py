@@ -25,7 +25,8 @@ def test_toc_lists_exactly_the_chapter_notebooks():
     listed = {f for f in toc_files() if f.startswith("chapters/")}
     on_disk = {f"chapters/{p.stem}" for p in chapter_notebooks()}
     assert on_disk, "no chapter notebooks found"
-    assert listed == on_disk, f"only in _toc.yml: {listed - on_disk}; only on disk: {on_disk - listed}"
+    assert listed == on_disk, (
+        f"only in _toc.yml: {listed - on_disk}; only on disk: {on_disk - listed}")
 
 
 def test_every_toc_entry_exists():

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TOC = (ROOT / "_toc.yml").read_text()
-PAGES = ["intro"] + re.findall(r"^\s*-?\s*file:\s*(chapters/\S+)\s*$", TOC, flags=re.M)
+from .conftest import toc_pages
+
+PAGES = toc_pages()
 
 # Attributes that make the browser fetch something (links a reader may click are fine).
-FETCHING = re.compile(r"<(script|img|link|iframe|source|video|audio)\b[^>]*?\b(src|href)=\"([^\"]+)\"",
-                      re.I)
+FETCHING = re.compile(
+    r"<(script|img|link|iframe|source|video|audio)\b[^>]*?\b(src|href)=\"([^\"]+)\"", re.I)
 
 
 def page(html_root: Path, name: str) -> str:

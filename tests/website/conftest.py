@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -12,3 +13,10 @@ def html_root() -> Path:
     if not (HTML / "index.html").exists():
         pytest.fail(f"{HTML} has no built site; run `make book` first")
     return HTML
+
+
+def toc_pages() -> list[str]:
+    """The root page and every file of _toc.yml, as paths without suffix."""
+    toc = (HTML.parents[1] / "_toc.yml").read_text()
+    root = re.search(r"^root:\s*(\S+)", toc, flags=re.M).group(1)
+    return [root] + re.findall(r"^\s*-?\s*file:\s*(\S+)\s*$", toc, flags=re.M)

@@ -1,0 +1,143 @@
+"""The built website as a reader meets it, in headless Chromium (Playwright).
+
+Every page of the table of contents is loaded from a server on 127.0.0.1 and
+checked: no console error, no request to another host, math typeset by the
+local MathJax, no error output, alt text on every image, launch and download
+buttons on the chapters.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import toc_pages
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+
+if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
+    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
+                       "(apt-get install -y chromium)")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium found: install it with `apt-get install -y chromium` "
+    "(.ci/run does) to run the browser tests",
+)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url(html_root: Path) -> Iterator[str]:
+    handler = functools.partial(_QuietHandler, directory=str(html_root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield context
+        context.close()
+
+
+class PageVisit:
+    """One page load with everything a reader's browser did on the way."""
+
+    def __init__(self, context, url: str) -> None:
+        self.page = context.new_page()
+        self.requests: list[str] = []
+        self.failed: list[str] = []
+        self.console_errors: list[str] = []
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.on("requestfailed", lambda r: self.failed.append(r.url))
+        self.page.on("response",
+                     lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
+        self.page.goto(url, wait_until="networkidle")
+        # Wait until MathJax has typeset the page.
+        self.page.wait_for_function(
+            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000)
+        self.page.evaluate("() => MathJax.startup.promise")
+
+
+@pytest.fixture(scope="module", params=toc_pages())
+def visit(request, browser, base_url) -> Iterator[PageVisit]:
+    v = PageVisit(browser, f"{base_url}/{request.param}.html")
+    v.name = request.param
+    yield v
+    v.page.close()
+
+
+def test_no_console_error_and_nothing_fails_to_load(visit):
+    assert not visit.console_errors, f"{visit.name}: console errors {visit.console_errors}"
+    assert not visit.failed, f"{visit.name}: failed requests {visit.failed}"
+
+
+def test_no_request_leaves_localhost(visit):
+    outside = [u for u in visit.requests
+               if not re.match(r"(https?://127\.0\.0\.1[:/]|data:|blob:|about:)", u)]
+    assert not outside, f"{visit.name}: requests to other hosts {outside}"
+
+
+def test_every_equation_is_typeset(visit):
+    text = visit.page.inner_text("article")
+    for raw in (r"\(", r"\[", "$$", r"\frac", r"\begin{"):
+        assert raw not in text, f"{visit.name}: raw TeX {raw!r} left in the page text"
+    has_math = visit.page.locator("div.math, span.math").count()
+    typeset = visit.page.locator("mjx-container").count()
+    assert typeset >= has_math, f"{visit.name}: {has_math} formulas but {typeset} typeset"
+    assert not visit.page.locator("mjx-merror").count(), f"{visit.name}: a TeX error"
+
+
+def test_no_error_output(visit):
+    text = visit.page.inner_text("article")
+    for marker in ("Traceback (most recent call last)", "Error displaying widget"):
+        assert marker not in text, f"{visit.name}: {marker!r} on the page"
+    assert not visit.page.locator(".output.traceback, .output.error").count()
+
+
+def test_every_image_has_alt_text_and_loads(visit):
+    images = visit.page.locator("article img")
+    for i in range(images.count()):
+        img = images.nth(i)
+        alt = (img.get_attribute("alt") or "").strip()
+        src = img.get_attribute("src")
+        assert alt and not re.search(r"\.(png|svg|jpe?g)$", alt), \
+            f"{visit.name}: image {src} has no alt text (alt={alt!r})"
+        width = img.evaluate("el => el.complete ? el.naturalWidth : -1")
+        assert width > 0, f"{visit.name}: image {src} did not load"
+
+
+def test_chapters_have_launch_and_download_buttons(visit):
+    if not visit.name.startswith("chapters/"):
+        pytest.skip("only chapters are notebooks")
+    links = visit.page.eval_on_selector_all("a", "els => els.map(e => e.href)")
+    stem = visit.name.split("/")[-1]
+    assert any("mybinder.org" in h and stem in h for h in links), "no Binder button"
+    assert any("colab.research.google.com" in h and stem in h for h in links), "no Colab button"
+    assert any(h.endswith(f"{stem}.ipynb") for h in links), "no notebook download"
