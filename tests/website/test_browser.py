@@ -79,10 +79,12 @@ class PageVisit:
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
         self.page.goto(url, wait_until="networkidle")
-        # Wait until MathJax has typeset the page.
-        self.page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=20000)
-        self.page.evaluate("() => MathJax.startup.promise")
+        # Sphinx loads MathJax only on pages with math; wait until it has typeset them.
+        if self.page.locator('script[src*="mathjax"]').count():
+            self.page.wait_for_function(
+                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                timeout=20000)
+            self.page.evaluate("() => MathJax.startup.promise")
 
 
 @pytest.fixture(scope="module", params=toc_pages())
@@ -141,3 +143,35 @@ def test_chapters_have_launch_and_download_buttons(visit):
     assert any("mybinder.org" in h and stem in h for h in links), "no Binder button"
     assert any("colab.research.google.com" in h and stem in h for h in links), "no Colab button"
     assert any(h.endswith(f"{stem}.ipynb") for h in links), "no notebook download"
+
+
+def test_softmax_slider_works_without_a_kernel(browser, base_url, html_root):
+    """The saturation explorer's browser-side slider recomputes the softmax as it moves."""
+    import json
+
+    import numpy as np
+
+    import attention_lib as al
+
+    pages = [p for p in toc_pages() if 'softmax-slider' in (html_root / f"{p}.html").read_text()]
+    assert pages, "no page of the book carries a static softmax slider"
+    for name in pages:
+        v = PageVisit(browser, f"{base_url}/{name}.html")
+        sliders = v.page.locator(".softmax-slider")
+        for i in range(sliders.count()):
+            root = sliders.nth(i)
+            root.scroll_into_view_if_needed()
+            scores = np.array(json.loads(root.get_attribute("data-scores")))
+            slider = root.locator("input[type=range]")
+            lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
+            for scale in np.linspace(lo, hi, 5):
+                slider.evaluate(
+                    "(el, c) => { el.value = c; el.dispatchEvent(new Event('input')); }",
+                    float(scale))
+                actual = float(slider.evaluate("el => el.value"))
+                shown = [float(t) for t in root.locator(".ss-weight").all_inner_texts()]
+                expected = al.softmax(actual * scores)
+                np.testing.assert_allclose(shown, expected, atol=5e-4 + 1e-12,
+                                           err_msg=f"{name}: scale {actual}")
+        assert not v.console_errors, v.console_errors
+        v.page.close()

@@ -1,0 +1,173 @@
+"""Sliders that work on the static website, without a kernel.
+
+An ipywidgets explorer needs Python behind it. For the softmax, a few lines of
+JavaScript can redo the computation in the reader's browser, so the website can
+keep a live slider: :func:`softmax_slider` returns a self-contained HTML element
+(no external script, no CDN) that recomputes ``softmax(scale * scores)`` as the
+slider moves and shows the weights to three decimals, their entropy and the
+largest entry of the softmax Jacobian.
+
+The browser tests move the slider and compare the displayed weights with
+:func:`attention_lib.softmax` of the same scaled scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import as_real_array
+
+__all__ = ["StaticSlider", "softmax_slider"]
+
+_SCRIPT = """
+(function () {
+  var root = document.getElementById(%(id)s);
+  if (!root || root.dataset.ready) { return; }
+  root.dataset.ready = "1";
+  var scores = JSON.parse(root.dataset.scores);
+  var input = root.querySelector("input[type=range]");
+  var shown = root.querySelector(".ss-scale");
+  var cells = root.querySelectorAll(".ss-weight");
+  var bars = root.querySelectorAll(".ss-bar");
+  var entropy = root.querySelector(".ss-entropy");
+  var grad = root.querySelector(".ss-grad");
+  function update() {
+    var c = parseFloat(input.value);
+    var z = scores.map(function (s) { return c * s; });
+    var m = Math.max.apply(null, z);
+    var e = z.map(function (x) { return Math.exp(x - m); });
+    var total = e.reduce(function (a, b) { return a + b; }, 0);
+    var p = e.map(function (x) { return x / total; });
+    var h = 0, g = 0;
+    p.forEach(function (pi, i) {
+      if (pi > 0) { h -= pi * Math.log(pi); }
+      g = Math.max(g, pi * (1 - pi));  /* largest entry of diag(p) - p p^T */
+      cells[i].textContent = pi.toFixed(3);
+      bars[i].style.width = (100 * pi).toFixed(1) + "%%";
+    });
+    shown.textContent = c.toFixed(2);
+    entropy.textContent = h.toFixed(3);
+    grad.textContent = g.toFixed(4);
+  }
+  input.addEventListener("input", update);
+  update();
+})();
+"""
+
+_STYLE = """
+.ss-root { border: 1px solid #ccc; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0;
+           font-family: sans-serif; max-width: 40em; }
+.ss-root table { border-collapse: collapse; width: 100%%; }
+.ss-root td { padding: 2px 6px; }
+.ss-root td.ss-bar-cell { width: 60%%; }
+.ss-root .ss-bar { background: #1f77b4; height: 0.9em; }
+.ss-root .ss-weight { font-family: monospace; text-align: right; }
+.ss-root input[type=range] { width: 60%%; vertical-align: middle; }
+"""
+
+
+class StaticSlider:
+    """An HTML element with its own script; displays as ``text/html``.
+
+    Parameters
+    ----------
+    markup : str
+        The complete, self-contained HTML.
+    alt : str
+        A plain-text description, shown where HTML is not rendered.
+    """
+
+    def __init__(self, markup: str, alt: str) -> None:
+        self.markup = markup
+        self.alt = alt
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return f"<StaticSlider: {self.alt}>"
+
+
+def softmax_slider(
+    scores: ArrayLike,
+    labels: Sequence[str],
+    *,
+    scale_min: float = 0.0,
+    scale_max: float = 30.0,
+    step: float = 0.5,
+    value: float = 1.0,
+    title: str = "softmax(scale × scores)",
+) -> StaticSlider:
+    """A browser-side slider over ``scale`` showing ``softmax(scale * scores)``.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n,)
+        Finite scores (one row of logits).
+    labels : sequence of str, length n
+        A label for each score.
+    scale_min, scale_max, step, value : float
+        Range, step and starting position of the slider.
+    title : str
+        A caption above the slider.
+
+    Returns
+    -------
+    StaticSlider
+        Displays as a self-contained HTML element (inline style and script).
+
+    Notes
+    -----
+    The script computes, in the reader's browser (double precision),
+
+    .. math:: p = \\operatorname{softmax}(c\\,s), \\qquad H(p) = -\\sum_i p_i \\log p_i,
+              \\qquad \\max_{ij} |(\\operatorname{diag}(p) - p p^{\\mathsf T})_{ij}|
+              = \\max_i p_i (1 - p_i),
+
+    with the maximum subtracted before ``exp`` as in :func:`attention_lib.softmax`.
+
+    Examples
+    --------
+    >>> s = softmax_slider([0.5, 0.3], ["a", "b"])
+    >>> "<script>" in s._repr_html_() and 'type="range"' in s._repr_html_()
+    True
+    """
+    s = as_real_array(scores, "scores", min_ndim=1)
+    if s.ndim != 1:
+        raise ValueError(f"scores has shape {s.shape}; expected one row, shape (n,)")
+    labels = [str(x) for x in labels]
+    if len(labels) != s.shape[0]:
+        raise ValueError(f"labels has {len(labels)} entries; expected {s.shape[0]}, one per score")
+    if not scale_min <= value <= scale_max or step <= 0:
+        raise ValueError(
+            f"slider range [{scale_min}, {scale_max}] with step {step} and value {value}: "
+            "expected scale_min <= value <= scale_max and step > 0"
+        )
+    data = json.dumps([float(x) for x in np.asarray(s, dtype=np.float64)])
+    uid = "ss-" + hashlib.sha1(f"{data}{labels}{scale_min}{scale_max}{step}{value}".encode()
+                               ).hexdigest()[:10]
+    rows = "\n".join(
+        f'<tr><td>{html.escape(label)}</td>'
+        f'<td class="ss-bar-cell"><div class="ss-bar"></div></td>'
+        f'<td class="ss-weight" data-index="{i}"></td></tr>'
+        for i, label in enumerate(labels)
+    )
+    markup = f"""<div class="ss-root softmax-slider" id="{uid}" data-scores='{data}'>
+<style>{_STYLE % {}}</style>
+<p><strong>{html.escape(title)}</strong></p>
+<label>scale <input type="range" min="{scale_min}" max="{scale_max}" step="{step}"
+ value="{value}" aria-label="scale"></label> <span class="ss-scale"></span>
+<table>{rows}</table>
+<p>entropy <span class="ss-entropy"></span> nats &nbsp;·&nbsp; largest gradient entry
+max p(1 − p) = <span class="ss-grad"></span></p>
+<script>{_SCRIPT % {"id": json.dumps(uid)}}</script>
+</div>"""
+    alt = (f"slider over the scale from {scale_min} to {scale_max} showing "
+           f"softmax(scale × scores) for {', '.join(labels)}")
+    return StaticSlider(markup, alt)

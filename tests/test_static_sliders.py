@@ -1,0 +1,45 @@
+import json
+import re
+
+import numpy as np
+import pytest
+
+from attention_lib.static_sliders import softmax_slider
+
+
+def test_markup_is_self_contained_and_carries_the_scores():
+    scores = [0.5, 0.3, 0.1, 0.2]
+    markup = softmax_slider(scores, ["a", "b", "c", "d"])._repr_html_()
+    data = re.search(r"data-scores='([^']*)'", markup).group(1)
+    assert json.loads(data) == scores
+    assert markup.count('class="ss-weight"') == 4
+    assert not re.search(r"(src|href)=\"(https?:)?//", markup), "must not load anything remote"
+    assert "<script>" in markup
+
+
+def test_each_slider_gets_a_distinct_stable_id():
+    a = softmax_slider([1.0, 2.0], ["x", "y"])._repr_html_()
+    b = softmax_slider([1.0, 2.0], ["x", "y"])._repr_html_()
+    c = softmax_slider([1.0, 3.0], ["x", "y"])._repr_html_()
+    ids = [re.search(r'id="(ss-[0-9a-f]+)"', m).group(1) for m in (a, b, c)]
+    assert ids[0] == ids[1] != ids[2]
+
+
+def test_labels_are_escaped():
+    markup = softmax_slider([1.0], ["<b>"])._repr_html_()
+    assert "&lt;b&gt;" in markup and "<td><b></td>" not in markup
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"scores": [[1.0, 2.0]], "labels": ["a", "b"]}, ValueError, "scores"),
+        ({"scores": [1.0, 2.0], "labels": ["a"]}, ValueError, "labels"),
+        ({"scores": [1.0, np.nan], "labels": ["a", "b"]}, ValueError, "scores"),
+        ({"scores": [1.0, 2.0], "labels": ["a", "b"], "value": 99.0}, ValueError, "value"),
+        ({"scores": None, "labels": []}, TypeError, "scores"),
+    ],
+)
+def test_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        softmax_slider(**kwargs)
