@@ -281,7 +281,18 @@ def scaled_dot_product_attention(
 
     # A Python float keeps float32 float32 (a numpy float64 scalar would promote).
     scale = 1.0 / math.sqrt(d_k)
-    scores = (q * scale) @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = (q * scale) @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
+    if not np.isfinite(scores).all():
+        raise ValueError(
+            f"the scores q . k / sqrt(d_k) overflow {scores.dtype} (q up to "
+            f"{np.abs(q).max():.3g}, k up to {np.abs(k).max():.3g}); expected inputs whose "
+            "dot products fit the dtype (rescale them, or use float64)"
+        )
     weights = softmax(scores, axis=-1, mask=allowed, fully_masked="zero")  # (..., n_q, n_k)
     output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
+    # Batch axes that only v (or the mask) has: give the weights the output's batch shape.
+    full = output.shape[:-2] + weights.shape[-2:]
+    if weights.shape != full:
+        weights = np.broadcast_to(weights, full).copy()  # (..., n_q, n_k)
     return output, weights

@@ -93,7 +93,8 @@ def softmax(
             raise ValueError(
                 f"mask ({describe(m)}) does not broadcast to x ({describe(a)})"
             ) from None
-        ax = _normalise_axis(axis, len(shape))
+        # `axis` refers to x; a mask with more dimensions adds leading axes in front of it.
+        ax += len(shape) - a.ndim
         # Masked entries become -inf, so exp() gives them exactly 0.
         a = np.where(m, a, -np.inf).astype(a.dtype, copy=False)
 
