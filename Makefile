@@ -27,8 +27,20 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -r requirements.txt
 	touch $(STAMP)
 
+# The execution cache (_build/.jupyter_cache) is keyed on each notebook's code
+# only. The notebooks also depend on attention_lib and on the benchmark results
+# they load, so when those change the cache is dropped and every notebook runs.
+INPUTS_HASH = $(shell cat attention_lib/*.py $(wildcard benchmarks/results/*.json) | sha256sum | cut -c1-16)
+INPUTS_STAMP := _build/.inputs-hash
+
 book: $(STAMP)
+	@mkdir -p _build
+	@if [ "$$(cat $(INPUTS_STAMP) 2>/dev/null)" != "$(INPUTS_HASH)" ]; then \
+	    echo "attention_lib or benchmark results changed: every notebook will be executed"; \
+	    rm -rf _build/.jupyter_cache; \
+	fi
 	$(BIN)/jupyter-book build . $(BUILD_FLAGS)
+	@echo "$(INPUTS_HASH)" > $(INPUTS_STAMP)
 	@echo "The website is in $(CURDIR)/_build/html/index.html (make serve to browse it)"
 
 serve: book

@@ -13,15 +13,67 @@ from typing import Any
 
 from . import examples
 from .attention import causal_mask, project_qkv, scaled_dot_product_attention
+from .costs import (
+    attention_flops,
+    best_time,
+    causal_pairs,
+    layer_flops,
+    power_law_fit,
+    rnn_flops,
+    score_matrix_bytes,
+)
+from .gradients import attention_backward, softmax_jvp
+from .kv_cache import KVCache
+from .masks import padding_mask
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .recurrence import (
+    recurrent_matrix,
+    rnn_forward,
+    rnn_jacobian_products,
+    rnn_step_jacobians,
+    rnn_sweep,
+    spectral_radius,
+)
+from .saturation import SaturationStats, entropy, saturation_stats, softmax_jacobian
 from .softmax import softmax
+from .tiled import OnlineSoftmaxTrace, online_softmax_row, tiled_attention
 
 __all__ = [
+    "OnlineSoftmaxTrace",
+    "online_softmax_row",
+    "tiled_attention",
+    "KVCache",
+    "attention_backward",
+    "softmax_jvp",
+    "attention_flops",
+    "best_time",
+    "causal_pairs",
+    "costs",
+    "layer_flops",
+    "power_law_fit",
+    "recurrence",
+    "recurrent_matrix",
+    "rnn_flops",
+    "rnn_forward",
+    "rnn_jacobian_products",
+    "rnn_step_jacobians",
+    "rnn_sweep",
+    "score_matrix_bytes",
+    "spectral_radius",
+    "MultiHeadAttention",
+    "merge_heads",
+    "split_heads",
+    "SaturationStats",
     "causal_mask",
+    "entropy",
     "examples",
+    "padding_mask",
     "plotting",
     "project_qkv",
+    "saturation_stats",
     "scaled_dot_product_attention",
     "softmax",
+    "softmax_jacobian",
 ]
 
 __version__ = "0.1.0"

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
-from .softmax import _check_policy, softmax
+from .softmax import _check_policy
 
 __all__ = [
     "causal_mask",
@@ -201,6 +201,79 @@ def _combined_mask(
     return allowed
 
 
+def _check_scores_finite(scores: np.ndarray, q_scaled: np.ndarray, k: np.ndarray) -> None:
+    """Raise if a score overflowed; skip the full check when no score can overflow.
+
+    Each score is a sum of ``d_k`` products, so ``|score| <= d_k * max|q| * max|k|``
+    (Cauchy-Schwarz, with room to spare for rounding): when that bound is far
+    below the largest float, every score is finite and the pass over the
+    ``n_q x n_k`` scores is not needed.
+    """
+    bound = q_scaled.shape[-1] * float(np.abs(q_scaled).max()) * float(np.abs(k).max())
+    if bound < 0.25 * float(np.finfo(scores.dtype).max):
+        return
+    if not np.isfinite(scores).all():
+        raise ValueError(
+            f"the scores q . k / sqrt(d_k) overflow {scores.dtype} (q up to "
+            f"{np.abs(q_scaled).max() * math.sqrt(q_scaled.shape[-1]):.3g}, k up to "
+            f"{np.abs(k).max():.3g}); expected inputs whose dot products fit the dtype "
+            "(rescale them, or use float64)"
+        )
+
+
+_CAUSAL_FILL_ROWS = 64
+
+
+def _fill_future_inplace(scores: np.ndarray) -> None:
+    """Set the scores of future keys to -inf, by slicing blocks of rows.
+
+    Equivalent to ``np.copyto(scores, -inf, where=~causal_mask(n_q, n_k))``
+    but it touches only the masked part: for each block of rows the keys
+    after the block's last position are filled with one slice assignment, and
+    only the small triangle on the diagonal goes through a boolean mask.
+    """
+    n_q, n_k = scores.shape[-2:]
+    offset = n_k - n_q  # query i sits at position i + offset
+    for r0 in range(0, n_q, _CAUSAL_FILL_ROWS):
+        r1 = min(r0 + _CAUSAL_FILL_ROWS, n_q)
+        scores[..., r0:r1, r1 + offset:] = -np.inf  # (..., rows, later keys)
+        # The triangle: row r0 + i may see keys up to r0 + i + offset.
+        upper = ~np.tri(r1 - r0, r1 - r0, dtype=bool)  # (rows, rows), True = future
+        np.copyto(scores[..., r0:r1, r0 + offset:r1 + offset], -np.inf, where=upper)
+
+
+def _softmax_last_axis_inplace(
+    scores: np.ndarray, allowed: np.ndarray | None, causal_only: bool = False
+) -> np.ndarray:
+    """Softmax over the last axis, overwriting ``scores`` (finite) where it can.
+
+    Masked entries (``allowed`` False) get weight 0 and rows with no allowed
+    entry get all-zero weights (the caller has applied its ``fully_masked``
+    policy). With ``causal_only`` the mask is the causal one and is applied by
+    slicing. The arithmetic is that of :func:`attention_lib.softmax`, step for
+    step, so the results are identical; only the temporaries are gone.
+    """
+    if causal_only:
+        _fill_future_inplace(scores)
+    elif allowed is not None:
+        shape = np.broadcast_shapes(scores.shape, allowed.shape)
+        if shape != scores.shape:  # the mask adds leading axes
+            scores = np.broadcast_to(scores, shape).copy()  # (..., n_q, n_k)
+        np.copyto(scores, -np.inf, where=~allowed)  # exp(-inf) = 0
+    row_max = scores.max(axis=-1, keepdims=True)  # (..., n_q, 1)
+    empty = np.isneginf(row_max)  # rows where everything is masked
+    any_empty = bool(empty.any())
+    if any_empty:
+        row_max[empty] = 0
+    scores -= row_max
+    np.exp(scores, out=scores)
+    total = scores.sum(axis=-1, keepdims=True)  # (..., n_q, 1)
+    if any_empty:
+        total[empty] = 1
+    scores /= total
+    return scores
+
+
 def scaled_dot_product_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -281,15 +354,13 @@ def scaled_dot_product_attention(
 
     # A Python float keeps float32 float32 (a numpy float64 scalar would promote).
     scale = 1.0 / math.sqrt(d_k)
+    q_scaled = q * scale  # (..., n_q, d_k)
     with np.errstate(over="ignore", invalid="ignore"):
-        scores = (q * scale) @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
-    if not np.isfinite(scores).all():
-        raise ValueError(
-            f"the scores q . k / sqrt(d_k) overflow {scores.dtype} (q up to "
-            f"{np.abs(q).max():.3g}, k up to {np.abs(k).max():.3g}); expected inputs whose "
-            "dot products fit the dtype (rescale them, or use float64)"
-        )
-    weights = softmax(scores, axis=-1, mask=allowed, fully_masked="zero")  # (..., n_q, n_k)
+        scores = q_scaled @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
+    _check_scores_finite(scores, q_scaled, k)
+    weights = _softmax_last_axis_inplace(  # (..., n_q, n_k), reuses `scores`
+        scores, allowed, causal_only=causal and mask is None
+    )
     output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
     # Batch axes that only v (or the mask) has: give the weights the output's batch shape.
     full = output.shape[:-2] + weights.shape[-2:]

@@ -1,0 +1,193 @@
+r"""Gradients of softmax and of scaled dot-product attention (the backward pass).
+
+Dimension letters used in the shape comments:
+
+- ``...``  leading batch / head axes (broadcast between the arguments)
+- ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
+- ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
+
+With :math:`S = Q K^{\mathsf T} / \sqrt{d_k}`, :math:`P = \operatorname{softmax}(S)`
+(row by row) and :math:`O = P V`, the backward pass takes the gradient of a
+loss with respect to the output, :math:`dO = \partial L / \partial O`, and
+returns the gradients with respect to the three inputs:
+
+.. math::
+
+    dV = P^{\mathsf T} dO, \qquad dP = dO\, V^{\mathsf T}, \qquad
+    dS = P \odot \bigl(dP - \operatorname{rowsum}(dP \odot P)\bigr),
+
+    dQ = dS\, K / \sqrt{d_k}, \qquad dK = dS^{\mathsf T} Q / \sqrt{d_k}.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import as_real_array, common_float_dtype, describe
+from .attention import check_attention_inputs, scaled_dot_product_attention
+from .softmax import _normalise_axis
+
+__all__ = ["attention_backward", "softmax_jvp"]
+
+
+def softmax_jvp(p: ArrayLike, tangent: ArrayLike, axis: int = -1) -> np.ndarray:
+    r"""Multiply a vector by the Jacobian of softmax, given the softmax output.
+
+    Because the Jacobian of softmax is symmetric, the same product is the
+    Jacobian-vector product (forward mode: how ``p`` moves when the logits move
+    by ``tangent``) and the vector-Jacobian product (backward mode: the gradient
+    with respect to the logits when ``tangent`` is the gradient with respect to
+    ``p``).
+
+    Parameters
+    ----------
+    p : array_like, shape (...)
+        Softmax output along ``axis`` (non-negative, each slice summing to one,
+        or all zero for a fully masked slice). Masked entries are 0 in ``p``
+        and get 0 in the result.
+    tangent : array_like, shape of ``p``
+        The vector to multiply: a change of the logits (JVP) or the gradient
+        of a loss with respect to ``p`` (VJP, often written ``dP``).
+    axis : int, default -1
+        The softmax axis.
+
+    Returns
+    -------
+    numpy.ndarray, shape of ``p``
+        :math:`J v` for every slice along ``axis``; float32 stays float32.
+
+    Notes
+    -----
+    With :math:`J = \operatorname{diag}(p) - p p^{\mathsf T}`,
+
+    .. math:: J v = p \odot \bigl(v - (p \cdot v)\,\mathbf 1\bigr),
+
+    computed without forming the :math:`n \times n` matrix :math:`J`. The
+    result of each slice sums to zero (shifting all logits equally does not
+    change softmax).
+
+    Examples
+    --------
+    >>> p = np.array([0.5, 0.25, 0.25])
+    >>> softmax_jvp(p, np.array([1.0, 0.0, 0.0]))  # first column of J
+    array([ 0.25 , -0.125, -0.125])
+    >>> float(softmax_jvp(p, np.ones(3)).sum())  # a uniform shift changes nothing
+    0.0
+    """
+    pa = as_real_array(p, "p")
+    va = as_real_array(tangent, "tangent")
+    if pa.shape != va.shape:
+        raise ValueError(
+            f"tangent has {describe(va)} but p has {describe(pa)}; expected the same shape"
+        )
+    ax = _normalise_axis(axis, pa.ndim)
+    dtype = common_float_dtype(pa, va)
+    pa = pa.astype(dtype, copy=False)
+    va = va.astype(dtype, copy=False)
+    dot = np.sum(pa * va, axis=ax, keepdims=True)  # (..., 1, ...): p . v per slice
+    return pa * (va - dot)
+
+
+def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum ``grad`` over the axes that broadcasting added to an input of ``shape``."""
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))  # axes the input did not have
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    if stretched:
+        grad = grad.sum(axis=stretched, keepdims=True)  # axes of size 1 in the input
+    return grad
+
+
+def attention_backward(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    grad_output: ArrayLike,
+    mask: ArrayLike | None = None,
+    *,
+    causal: bool = False,
+    fully_masked: Literal["raise", "zero"] = "raise",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Gradients of scaled dot-product attention with respect to q, k and v.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+    k : array_like, shape (..., n_k, d_k)
+    v : array_like, shape (..., n_k, d_v)
+        As in :func:`~attention_lib.scaled_dot_product_attention`; leading
+        axes are broadcast together.
+    grad_output : array_like, shape (..., n_q, d_v)
+        :math:`dO`, the gradient of a scalar loss with respect to the output
+        of attention, with the output's full (broadcast) shape.
+    mask : array_like of bool, optional
+        True = may attend, broadcastable to ``(..., n_q, n_k)``.
+    causal : bool, default False
+        Query ``i`` attends only to keys ``j <= i`` (queries are the last
+        ``n_q`` positions when ``n_q < n_k``).
+    fully_masked : {"raise", "zero"}, default "raise"
+        As in :func:`~attention_lib.scaled_dot_product_attention`; a zeroed
+        row is constant, so it contributes no gradient.
+
+    Returns
+    -------
+    dq : numpy.ndarray, shape of ``q``
+    dk : numpy.ndarray, shape of ``k``
+    dv : numpy.ndarray, shape of ``v``
+        An input whose leading axes were broadcast gets its gradient summed
+        back over those axes (as every autodiff framework does).
+
+    Notes
+    -----
+    With :math:`P` the attention weights and :math:`s = 1/\sqrt{d_k}`:
+
+    .. math::
+
+        dV = P^{\mathsf T} dO, \quad dP = dO\,V^{\mathsf T}, \quad
+        dS = P \odot \bigl(dP - \operatorname{rowsum}(dP \odot P)\bigr), \quad
+        dQ = s\, dS\, K, \quad dK = s\, dS^{\mathsf T} Q .
+
+    A masked score has weight 0, so :math:`dS` is 0 there and no gradient
+    flows through masked (query, key) pairs.
+
+    Examples
+    --------
+    >>> q = np.array([[1.0, 0.0]]); k = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> v = np.array([[10.0], [20.0]])
+    >>> dq, dk, dv = attention_backward(q, k, v, np.ones((1, 1)))
+    >>> dv.round(4)  # each value's gradient is its attention weight
+    array([[0.6698],
+           [0.3302]])
+    >>> dq.shape, dk.shape
+    ((1, 2), (2, 2))
+    """
+    q, k, v, _ = check_attention_inputs(q, k, v)
+    d_out = as_real_array(grad_output, "grad_output", min_ndim=2)
+    out, p = scaled_dot_product_attention(
+        q, k, v, mask, causal=causal, fully_masked=fully_masked
+    )  # out: (..., n_q, d_v), p: (..., n_q, n_k); a mask may add leading axes
+    if d_out.shape != out.shape:
+        raise ValueError(
+            f"grad_output has {describe(d_out)}; expected the shape of the attention "
+            f"output (..., n_q, d_v) = {out.shape}"
+        )
+    d_out = d_out.astype(out.dtype, copy=False)
+    d_k = q.shape[-1]
+    scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
+
+    d_v_full = np.swapaxes(p, -1, -2) @ d_out  # (..., n_k, n_q) @ (..., n_q, d_v)
+    d_p = d_out @ np.swapaxes(v, -1, -2)  # (..., n_q, d_v) @ (..., d_v, n_k)
+    d_s = softmax_jvp(p, d_p)  # (..., n_q, n_k)
+    d_s *= scale
+    d_q_full = d_s @ k  # (..., n_q, n_k) @ (..., n_k, d_k)
+    d_k_full = np.swapaxes(d_s, -1, -2) @ q  # (..., n_k, n_q) @ (..., n_q, d_k)
+    return (
+        _sum_to_shape(d_q_full, q.shape),
+        _sum_to_shape(d_k_full, k.shape),
+        _sum_to_shape(d_v_full, v.shape),
+    )

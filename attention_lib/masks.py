@@ -1,0 +1,86 @@
+"""Boolean masks for batches of sequences of different lengths.
+
+The causal mask lives in :mod:`attention_lib.attention` (``causal_mask``).
+Every mask in the library uses one convention: True means "this query may
+attend to this key" (as in PyTorch's ``scaled_dot_product_attention``).
+
+Dimension letters used in the shape comments:
+
+- ``batch``  number of sequences in the batch
+- ``n``      padded length (every sequence is padded to ``n`` positions)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import describe
+
+__all__ = ["padding_mask"]
+
+
+def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
+    r"""Boolean padding mask: True at the real tokens of each padded sequence.
+
+    Parameters
+    ----------
+    lengths : array_like of int, shape (batch,)
+        The true length of each sequence, each in ``0 .. n``.
+    n : int
+        The padded length, at least 1.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (batch, n)
+        Row ``b`` is True at positions ``0 .. lengths[b] - 1`` and False at
+        the padding positions after them.
+
+    Notes
+    -----
+    .. math:: P_{bj} = [\, j < \ell_b \,],
+
+    where :math:`\ell_b` is the length of sequence :math:`b`. To hide padded
+    *keys* from every query, insert a query axis and pass it as ``mask`` to
+    :func:`~attention_lib.attention.scaled_dot_product_attention`:
+    ``padding_mask(lengths, n)[:, None, :]`` has shape ``(batch, 1, n)`` and
+    broadcasts over the queries (with a heads axis:
+    ``[:, None, None, :]``). A padded *query* row is not hidden by this: it
+    still sees the real keys and gets ordinary weights. A sequence of length
+    0 leaves its queries with no key at all, so attention applies its
+    ``fully_masked`` policy to them.
+
+    Examples
+    --------
+    >>> padding_mask([4, 2, 3], 4).astype(int)
+    array([[1, 1, 1, 1],
+           [1, 1, 0, 0],
+           [1, 1, 1, 0]])
+    >>> padding_mask([1, 3], 3)[:, None, :].shape    # a key-padding mask
+    (2, 1, 3)
+    """
+    if not isinstance(n, int | np.integer) or isinstance(n, bool):
+        raise TypeError(f"n={n!r}; expected a positive integer (the padded length)")
+    if n < 1:
+        raise ValueError(f"n={n}; expected a positive integer (the padded length)")
+    if lengths is None:
+        raise TypeError("lengths is None; expected a 1-D array of integers")
+    lens = np.asarray(lengths)
+    if lens.ndim != 1 or lens.shape[0] == 0:
+        raise ValueError(
+            f"lengths has {describe(lens)}; expected a non-empty 1-D array, one length "
+            "per sequence"
+        )
+    if lens.dtype == np.bool_ or not np.issubdtype(lens.dtype, np.integer):
+        raise TypeError(
+            f"lengths has dtype {lens.dtype}; expected integers (one length per sequence)"
+        )
+    bad = (lens < 0) | (lens > n)
+    if bad.any():
+        b = int(np.argmax(bad))
+        raise ValueError(
+            f"lengths[{b}]={int(lens[b])} is outside 0..n={n}; expected every length "
+            "between 0 and the padded length n"
+        )
+    positions = np.arange(n)  # (n,)
+    return positions[None, :] < lens[:, None]  # (1, n) < (batch, 1) -> (batch, n)

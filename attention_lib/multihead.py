@@ -1,0 +1,371 @@
+"""Multi-head attention: split into heads, attend, concatenate, project.
+
+Dimension letters used in the shape comments:
+
+- ``...``     leading batch axes (broadcast between ``x`` and ``context``)
+- ``n_q``     number of queries (positions of ``x``)
+- ``n_k``     number of keys and values (positions of ``context``)
+- ``h``       number of heads
+- ``d_model`` size of a token representation
+- ``d_head``  size of one head's queries, keys and values, ``d_model / h``
+  (the ``d_k`` of the scaling factor :math:`1/\\sqrt{d_k}`)
+
+Head ``i`` owns columns ``i*d_head:(i+1)*d_head`` of ``W_Q``, ``W_K``, ``W_V``
+and the same rows of ``W_O``: the layout of PyTorch's
+``torch.nn.MultiheadAttention``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
+from .attention import scaled_dot_product_attention
+
+__all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
+
+WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
+
+
+def _positive_int(value: object, name: str) -> int:
+    """``value`` as a Python int, or a TypeError/ValueError naming ``name``."""
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name}={value!r}; expected a positive integer")
+    if value < 1:
+        raise ValueError(f"{name}={value}; expected a positive integer")
+    return int(value)
+
+
+def _check_divisible(d_model: int, num_heads: int) -> int:
+    """``d_model // num_heads``, or a ValueError naming both."""
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
+            f"gets d_model / num_heads features, so expected a d_model that is a "
+            f"multiple of {num_heads}"
+        )
+    return d_model // num_heads
+
+
+def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
+    r"""Cut the last axis into ``num_heads`` heads and move the heads before the positions.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d_model)
+        One row per position, e.g. the queries :math:`XW_Q` of all heads side by side.
+    num_heads : int
+        Number of heads ``h``; must divide ``d_model``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., h, n, d_head)
+        ``d_head = d_model // h``. Head ``i`` holds columns
+        ``i*d_head:(i+1)*d_head`` of ``x``.
+
+    Notes
+    -----
+    With :math:`x \in \mathbb{R}^{n \times d_{\text{model}}}` and
+    :math:`d_{\text{head}} = d_{\text{model}} / h`,
+
+    .. math:: \operatorname{split}(x)[i, t, c] = x[t,\; i\,d_{\text{head}} + c].
+
+    Nothing is computed: the numbers are only regrouped, so that the heads
+    become a leading (batch-like) axis for
+    :func:`~attention_lib.scaled_dot_product_attention`.
+    :func:`merge_heads` undoes it.
+
+    Examples
+    --------
+    >>> x = np.arange(12.0).reshape(2, 6)   # 2 positions, d_model = 6
+    >>> heads = split_heads(x, 3)           # 3 heads of size 2
+    >>> heads.shape
+    (3, 2, 2)
+    >>> heads[1]                            # columns 2:4 of x
+    array([[2., 3.],
+           [8., 9.]])
+    """
+    x = as_real_array(x, "x", min_ndim=2)
+    num_heads = _positive_int(num_heads, "num_heads")
+    *lead, n, d_model = x.shape
+    try:
+        d_head = _check_divisible(d_model, num_heads)
+    except ValueError:
+        raise ValueError(
+            f"x has last axis d_model={d_model} ({describe(x)}), which is not divisible by "
+            f"num_heads={num_heads}; expected a multiple of {num_heads}"
+        ) from None
+    x = x.reshape(*lead, n, num_heads, d_head)  # (..., n, d_model) -> (..., n, h, d_head)
+    return np.swapaxes(x, -3, -2)  # (..., n, h, d_head) -> (..., h, n, d_head)
+
+
+def merge_heads(x: ArrayLike) -> np.ndarray:
+    r"""Concatenate the heads along the feature axis: the inverse of :func:`split_heads`.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., h, n, d_head)
+        One ``(n, d_head)`` block per head, e.g. the heads' attention outputs.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n, h * d_head)
+        Row ``t`` is :math:`[\,x_1[t] \;\; x_2[t] \;\; \cdots \;\; x_h[t]\,]`,
+        head 0's features first.
+
+    Notes
+    -----
+    This is the :math:`\operatorname{Concat}(\text{head}_1, \ldots, \text{head}_h)`
+    of multi-head attention:
+
+    .. math:: \operatorname{merge}(x)[t,\; i\,d_{\text{head}} + c] = x[i, t, c].
+
+    Examples
+    --------
+    >>> heads = np.arange(8.0).reshape(2, 2, 2)   # 2 heads, 2 positions, d_head = 2
+    >>> merge_heads(heads)
+    array([[0., 1., 4., 5.],
+           [2., 3., 6., 7.]])
+    >>> np.array_equal(split_heads(merge_heads(heads), 2), heads)
+    True
+    """
+    x = as_real_array(x, "x", min_ndim=3)
+    *lead, h, n, d_head = x.shape
+    x = np.swapaxes(x, -3, -2)  # (..., h, n, d_head) -> (..., n, h, d_head)
+    return x.reshape(*lead, n, h * d_head)  # (..., n, h, d_head) -> (..., n, h * d_head)
+
+
+class MultiHeadAttention:
+    r"""Multi-head scaled dot-product attention with its four weight matrices.
+
+    Parameters
+    ----------
+    d_model : int
+        Size of a token representation (the last axis of the input).
+    num_heads : int
+        Number of heads ``h``; must divide ``d_model``.
+    rng : numpy.random.Generator, optional
+        Source of the initial weights; defaults to ``np.random.default_rng()``
+        (unseeded). Pass a seeded generator for reproducible weights.
+
+    Attributes
+    ----------
+    d_model, num_heads : int
+    d_head : int
+        ``d_model // num_heads``: the size of one head's queries, keys and
+        values, i.e. the :math:`d_k` of the scale :math:`1/\sqrt{d_k}`.
+    W_Q, W_K, W_V : numpy.ndarray, shape (d_model, d_model)
+        Query, key and value projections of all heads side by side: head
+        ``i`` uses columns ``i*d_head:(i+1)*d_head``.
+    W_O : numpy.ndarray, shape (d_model, d_model)
+        Output projection; rows ``i*d_head:(i+1)*d_head`` act on head ``i``.
+
+    Notes
+    -----
+    With :math:`W_Q^{(i)}, W_K^{(i)}, W_V^{(i)}` the column blocks of head
+    :math:`i` and :math:`W_O^{(i)}` the matching row block of :math:`W_O`,
+
+    .. math::
+
+        \text{head}_i &= \operatorname{Attention}\bigl(X W_Q^{(i)},\;
+                          C W_K^{(i)},\; C W_V^{(i)}\bigr), \\
+        \operatorname{MultiHead}(X, C) &=
+            \operatorname{Concat}(\text{head}_1, \ldots, \text{head}_h)\, W_O
+            = \sum_{i=1}^{h} \text{head}_i\, W_O^{(i)},
+
+    where :math:`C = X` for self-attention and the context (e.g. an
+    encoder's output) for cross-attention. The weights are drawn
+    independently from :math:`\mathcal N(0, 1/d_{\text{model}})` (standard
+    deviation :math:`1/\sqrt{d_{\text{model}}}`), so that a query, key or
+    value coordinate of an input with unit-variance coordinates has unit
+    variance too. There are no bias terms, so the layer has exactly
+    :math:`4 d_{\text{model}}^2` parameters whatever the number of heads.
+    The weights are stored in float64 and cast to the input's floating
+    dtype on every call (float32 stays float32).
+
+    Examples
+    --------
+    >>> mha = MultiHeadAttention(8, 2, rng=np.random.default_rng(0))
+    >>> mha.d_head, mha.W_Q.shape, mha.num_parameters
+    (4, (8, 8), 256)
+    >>> x = np.random.default_rng(1).normal(size=(5, 8))        # 5 tokens
+    >>> out, w = mha(x)                                          # self-attention
+    >>> out.shape, w.shape
+    ((5, 8), (2, 5, 5))
+    >>> memory = np.random.default_rng(2).normal(size=(7, 8))   # 7 other tokens
+    >>> out, w = mha(x, memory)                                  # cross-attention
+    >>> out.shape, w.shape
+    ((5, 8), (2, 5, 7))
+    """
+
+    def __init__(
+        self, d_model: int, num_heads: int, *, rng: np.random.Generator | None = None
+    ) -> None:
+        d_model = _positive_int(d_model, "d_model")
+        num_heads = _positive_int(num_heads, "num_heads")
+        d_head = _check_divisible(d_model, num_heads)
+        if rng is None:
+            rng = np.random.default_rng()
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(
+                f"rng={rng!r} (type {type(rng).__name__}); expected a numpy.random.Generator, "
+                "e.g. np.random.default_rng(0)"
+            )
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_head = d_head
+        std = 1.0 / math.sqrt(d_model)
+        # Drawn in this order, so a given seed always gives the same four matrices.
+        self.W_Q = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
+        self.W_K = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
+        self.W_V = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
+        self.W_O = rng.normal(0.0, std, size=(d_model, d_model))  # (h * d_head, d_model)
+
+    def __repr__(self) -> str:
+        return (f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}, "
+                f"d_head={self.d_head})")
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """The four weight matrices by name: ``{"W_Q": ..., "W_K": ..., "W_V": ..., "W_O": ...}``.
+
+        Examples
+        --------
+        >>> mha = MultiHeadAttention(4, 2, rng=np.random.default_rng(0))
+        >>> {name: w.shape for name, w in mha.parameters().items()}
+        {'W_Q': (4, 4), 'W_K': (4, 4), 'W_V': (4, 4), 'W_O': (4, 4)}
+        """
+        return {name: getattr(self, name) for name in WEIGHT_NAMES}
+
+    @property
+    def num_parameters(self) -> int:
+        """Total number of weights, the sum of the four matrices' sizes (``4 * d_model**2``).
+
+        Examples
+        --------
+        >>> MultiHeadAttention(6, 3, rng=np.random.default_rng(0)).num_parameters
+        144
+        """
+        return sum(int(np.asarray(w).size) for w in self.parameters().values())
+
+    def _weights(self, dtype: np.dtype) -> dict[str, np.ndarray]:
+        """The four matrices in ``dtype``, each checked to be (d_model, d_model)."""
+        out = {}
+        for name, w in self.parameters().items():
+            w = as_real_array(w, name, min_ndim=2)
+            if w.shape != (self.d_model, self.d_model):
+                raise ValueError(
+                    f"{name} has {describe(w)}; expected shape (d_model, d_model) = "
+                    f"({self.d_model}, {self.d_model})"
+                )
+            out[name] = w.astype(dtype, copy=False)
+        return out
+
+    def __call__(
+        self,
+        x: ArrayLike,
+        context: ArrayLike | None = None,
+        *,
+        causal: bool = False,
+        mask: ArrayLike | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        r"""Attend from ``x`` to ``context`` (or to ``x`` itself) with every head.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n_q, d_model)
+            The sequence that asks: its rows give the queries.
+        context : array_like, shape (..., n_k, d_model), optional
+            The sequence that answers: its rows give the keys and values.
+            Defaults to ``x`` (self-attention); another sequence gives
+            cross-attention (``n_k`` may differ from ``n_q``). Leading axes of
+            ``x`` and ``context`` are broadcast together.
+        causal : bool, default False
+            Query ``i`` may attend only to keys ``j <= i + n_k - n_q`` (see
+            :func:`~attention_lib.causal_mask`), in every head.
+        mask : array_like of bool, optional
+            Broadcastable to ``(..., n_q, n_k)``; True means "may attend".
+            The same mask applies to every head (a head axis is inserted
+            before the last two axes). Combined with ``causal`` by logical and.
+
+        Returns
+        -------
+        output : numpy.ndarray, shape (..., n_q, d_model)
+            :math:`\operatorname{Concat}(\text{head}_1, \ldots, \text{head}_h)\, W_O`.
+        weights : numpy.ndarray, shape (..., h, n_q, n_k)
+            Each head's attention weights; every row sums to one.
+
+        Examples
+        --------
+        >>> mha = MultiHeadAttention(4, 2, rng=np.random.default_rng(0))
+        >>> x = np.ones((2, 3, 4), dtype=np.float32)    # batch of 2, 3 tokens
+        >>> out, w = mha(x, causal=True)
+        >>> out.shape, w.shape, out.dtype
+        ((2, 3, 4), (2, 2, 3, 3), dtype('float32'))
+        >>> w[0, 0]                                     # equal keys: uniform over the visible ones
+        array([[1.        , 0.        , 0.        ],
+               [0.5       , 0.5       , 0.        ],
+               [0.33333334, 0.33333334, 0.33333334]], dtype=float32)
+        """
+        x = as_real_array(x, "x", min_ndim=2)
+        self._check_last_axis(x, "x")
+        if context is None:
+            context = x
+        else:
+            context = as_real_array(context, "context", min_ndim=2)
+            self._check_last_axis(context, "context")
+        n_q, n_k = x.shape[-2], context.shape[-2]
+        try:
+            batch = np.broadcast_shapes(x.shape[:-2], context.shape[:-2])
+        except ValueError:
+            raise ValueError(
+                f"the leading (batch) axes of x {x.shape[:-2]} and context "
+                f"{context.shape[:-2]} do not broadcast; expected shapes numpy can broadcast"
+            ) from None
+        head_mask = None
+        if mask is not None:
+            head_mask = self._head_mask(mask, batch, n_q, n_k)
+
+        dtype = common_float_dtype(x, context)
+        w = self._weights(dtype)
+        x = x.astype(dtype, copy=False)
+        context = context.astype(dtype, copy=False)
+
+        h = self.num_heads
+        q = split_heads(x @ w["W_Q"], h)  # (..., n_q, d_model) -> (..., h, n_q, d_head)
+        k = split_heads(context @ w["W_K"], h)  # (..., n_k, d_model) -> (..., h, n_k, d_head)
+        v = split_heads(context @ w["W_V"], h)  # (..., n_k, d_model) -> (..., h, n_k, d_head)
+        heads, weights = scaled_dot_product_attention(
+            q, k, v, head_mask, causal=causal
+        )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
+        concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
+        output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
+        return output, weights
+
+    def _check_last_axis(self, a: np.ndarray, name: str) -> None:
+        if a.shape[-1] != self.d_model:
+            raise ValueError(
+                f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected d_model="
+                f"{self.d_model}, i.e. shape (..., n, {self.d_model})"
+            )
+
+    @staticmethod
+    def _head_mask(
+        mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
+    ) -> np.ndarray:
+        """The boolean mask with a head axis inserted: (..., n_q, n_k) -> (..., 1, n_q, n_k)."""
+        m = as_bool_mask(mask)
+        target = (*batch, n_q, n_k)
+        try:
+            shape = np.broadcast_shapes(target, m.shape)
+        except ValueError:
+            shape = None
+        if shape is None or shape[-2:] != (n_q, n_k):
+            raise ValueError(
+                f"mask has {describe(m)}; expected a shape broadcastable to the scores "
+                f"(..., n_q, n_k) = {target} (one mask shared by all heads)"
+            )
+        m = m.reshape((1,) * max(0, 2 - m.ndim) + m.shape)  # (..., n_q or 1, n_k or 1)
+        return m[..., None, :, :]  # (..., n_q, n_k) -> (..., 1, n_q, n_k): same for every head

@@ -1,0 +1,364 @@
+r"""Exact attention, tile by tile, with an online softmax (the FlashAttention recurrence).
+
+Plain attention builds the whole ``n_q x n_k`` score matrix before its softmax:
+at ``n = 16384`` that is 1 GiB in float32 per head. The softmax of a row can
+instead be computed while its scores arrive in blocks, by keeping three running
+quantities per query row (the "online softmax" of Milakov and Gimelshein, 2018,
+which FlashAttention, Dao et al. 2022, runs on tiles):
+
+- ``m``, the largest score seen so far,
+- ``l``, the sum of ``exp(score - m)`` over the scores seen so far,
+- ``acc``, the sum of ``exp(score - m) * value`` over the same keys.
+
+When a new block raises the maximum from ``m`` to ``m'``, everything summed so
+far was computed relative to the old maximum, so ``l`` and ``acc`` are
+multiplied by ``exp(m - m')``. After the last block ``acc / l`` is exactly the
+attention output: no approximation, only a different order of the same sums.
+
+Dimension letters used in the shape comments:
+
+- ``...``  leading batch / head axes (broadcast between the arguments)
+- ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
+- ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
+- ``b_q``  query rows in one tile, ``b_k`` keys in one tile
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._blas import blas_thread_control_available, single_threaded_blas
+from ._validation import as_real_array, describe
+from .attention import check_attention_inputs
+
+__all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention"]
+
+# Below this many (query, key) scores a thread pool costs more than it saves.
+_MIN_PARALLEL_SCORES = 1 << 20
+
+
+class OnlineSoftmaxTrace(NamedTuple):
+    """Result of :func:`online_softmax_row`: the output and the running state after each block."""
+
+    output: np.ndarray
+    """The attention output of the row, shape (d_v,)."""
+    running_max: np.ndarray
+    """``m`` after each block, shape (n_blocks,)."""
+    running_sum: np.ndarray
+    """``l`` after each block (relative to that block's ``m``), shape (n_blocks,)."""
+
+
+def online_softmax_row(
+    score_blocks: Sequence[ArrayLike], value_blocks: Sequence[ArrayLike]
+) -> OnlineSoftmaxTrace:
+    r"""Attention output of one query whose scores and values arrive in blocks.
+
+    The readable version of the recurrence that :func:`tiled_attention` runs
+    on whole tiles: one query row, one block at a time, keeping only the
+    running maximum, the running sum and the running weighted sum of values.
+
+    Parameters
+    ----------
+    score_blocks : sequence of array_like, each of shape (b_j,)
+        The row's scores (already scaled by :math:`1/\sqrt{d_k}`), block by
+        block. Together they are the whole row.
+    value_blocks : sequence of array_like, each of shape (b_j, d_v)
+        The values of the same keys, block by block.
+
+    Returns
+    -------
+    OnlineSoftmaxTrace
+        ``output`` (shape (d_v,)) equals ``softmax(scores) @ values`` of the
+        concatenated blocks; ``running_max`` and ``running_sum`` hold ``m``
+        and ``l`` after each block.
+
+    Notes
+    -----
+    For block :math:`j` with scores :math:`s^{(j)}` and values :math:`V^{(j)}`:
+
+    .. math::
+
+        m_j = \max\bigl(m_{j-1}, \max_i s^{(j)}_i\bigr), \qquad
+        \ell_j = e^{m_{j-1} - m_j}\,\ell_{j-1} + \sum_i e^{s^{(j)}_i - m_j},
+
+        a_j = e^{m_{j-1} - m_j}\,a_{j-1} + \sum_i e^{s^{(j)}_i - m_j} V^{(j)}_i,
+
+    starting from :math:`m_0 = -\infty`, :math:`\ell_0 = 0`, :math:`a_0 = 0`;
+    the output is :math:`a_J / \ell_J`. The factor :math:`e^{m_{j-1} - m_j}
+    \le 1` re-expresses the old sums relative to the new maximum, so no
+    exponent is ever positive and nothing overflows.
+
+    Examples
+    --------
+    >>> scores = [np.array([1.0, 3.0]), np.array([2.0]), np.array([5.0, 0.0])]
+    >>> values = [np.eye(5)[:2], np.eye(5)[2:3], np.eye(5)[3:]]
+    >>> trace = online_softmax_row(scores, values)
+    >>> trace.running_max
+    array([3., 3., 5.])
+    >>> full = np.exp([1.0, 3.0, 2.0, 5.0, 0.0] - np.float64(5.0))
+    >>> bool(np.allclose(trace.output, full / full.sum()))   # values = identity
+    True
+    """
+    if len(score_blocks) == 0:
+        raise ValueError("score_blocks is empty; expected at least one block of scores")
+    if len(score_blocks) != len(value_blocks):
+        raise ValueError(
+            f"score_blocks has {len(score_blocks)} block(s) but value_blocks has "
+            f"{len(value_blocks)}; expected one block of values per block of scores"
+        )
+    m = -math.inf
+    total = 0.0
+    acc: np.ndarray | None = None
+    maxima, sums = [], []
+    for j, (s_raw, v_raw) in enumerate(zip(score_blocks, value_blocks, strict=True)):
+        s = as_real_array(s_raw, f"score_blocks[{j}]").astype(np.float64)  # (b_j,)
+        vb = as_real_array(v_raw, f"value_blocks[{j}]", min_ndim=2).astype(np.float64)
+        if s.ndim != 1:
+            raise ValueError(f"score_blocks[{j}] has {describe(s)}; expected a 1-D block (b_j,)")
+        if vb.ndim != 2 or vb.shape[0] != s.shape[0]:
+            raise ValueError(
+                f"value_blocks[{j}] has {describe(vb)}; expected ({s.shape[0]}, d_v), one "
+                f"value row per score in score_blocks[{j}]"
+            )
+        if acc is not None and vb.shape[1] != acc.shape[0]:
+            raise ValueError(
+                f"value_blocks[{j}] has d_v={vb.shape[1]} but the earlier blocks have "
+                f"d_v={acc.shape[0]}"
+            )
+        m_new = max(m, float(s.max()))
+        rescale = math.exp(m - m_new)  # exp(-inf) = 0 for the first block
+        p = np.exp(s - m_new)  # (b_j,), every exponent <= 0
+        total = rescale * total + float(p.sum())
+        acc = p @ vb if acc is None else rescale * acc + p @ vb  # (d_v,)
+        m = m_new
+        maxima.append(m)
+        sums.append(total)
+    return OnlineSoftmaxTrace(acc / total, np.array(maxima), np.array(sums))
+
+
+def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
+    sizes = block_size if isinstance(block_size, tuple) else (block_size, block_size)
+    if len(sizes) != 2 or not all(
+        isinstance(b, int | np.integer) and not isinstance(b, bool) and b >= 1 for b in sizes
+    ):
+        raise ValueError(
+            f"block_size={block_size!r}; expected a positive integer or a pair "
+            "(block_q, block_k) of positive integers"
+        )
+    return int(sizes[0]), int(sizes[1])
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+@functools.cache
+def _strict_upper(rows: int) -> np.ndarray:
+    """Boolean (rows, rows), True above the diagonal: the future keys of a diagonal tile."""
+    upper = ~np.tri(rows, rows, dtype=bool)
+    upper.flags.writeable = False
+    return upper
+
+
+def _attend_query_block(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    out: np.ndarray,
+    i0: int,
+    i1: int,
+    causal: bool,
+    block_k: int,
+) -> None:
+    """Write rows ``i0:i1`` of the output of one (batch, head) entry into ``out``.
+
+    ``q`` (n_q, d_k), ``k`` (n_k, d_k), ``v`` (n_k, d_v) and ``out`` (n_q, d_v)
+    are 2-D views. Only ``(i1 - i0) x block_k`` scores exist at any time.
+    """
+    n_q, d_k = q.shape
+    n_k = k.shape[0]
+    rows = i1 - i0
+    dtype = out.dtype
+    q_tile = q[i0:i1] * (1.0 / math.sqrt(d_k))  # (b_q, d_k); Python float keeps float32
+
+    # Key spans to visit, as (start, stop, on_diagonal). Under the causal rule
+    # query i sits at position i + n_k - n_q: the keys before the first query's
+    # position are visible to every row of the tile (no mask), the next `rows`
+    # keys form a lower-triangular tile, and later keys are skipped entirely.
+    if causal:
+        diagonal = i0 + (n_k - n_q)
+        spans = [(diagonal, diagonal + rows, True)]  # first: every row has a finite max
+        spans += [(j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
+    else:
+        spans = [(j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
+
+    width = max(stop - start for start, stop, _ in spans)
+    scratch = np.empty(rows * width, dtype=dtype)  # holds one (b_q, b_k) tile at a time
+    acc = out[i0:i1]  # (b_q, d_v), accumulated in place in the output
+    update = np.empty_like(acc)  # (b_q, d_v)
+    m = l_sum = None
+    for start, stop, on_diagonal in spans:
+        s = scratch[: rows * (stop - start)].reshape(rows, stop - start)  # (b_q, b_k)
+        np.matmul(q_tile, k[start:stop].T, out=s)  # (b_q, d_k) @ (d_k, b_k)
+        if on_diagonal:
+            np.copyto(s, -np.inf, where=_strict_upper(rows))
+        block_max = s.max(axis=1)  # (b_q,)
+        if m is None:  # first span: nothing to rescale
+            m = block_max
+            s -= m[:, None]
+            np.exp(s, out=s)
+            l_sum = s.sum(axis=1)  # (b_q,)
+            np.matmul(s, v[start:stop], out=acc)  # (b_q, b_k) @ (b_k, d_v)
+        else:
+            m_new = np.maximum(m, block_max)
+            rescale = np.exp(m - m_new)  # (b_q,), <= 1: old sums relative to the new max
+            s -= m_new[:, None]
+            np.exp(s, out=s)
+            l_sum *= rescale
+            l_sum += s.sum(axis=1)
+            acc *= rescale[:, None]
+            np.matmul(s, v[start:stop], out=update)
+            acc += update
+            m = m_new
+    if not np.isfinite(m).all():
+        bad = int(np.flatnonzero(~np.isfinite(m))[0]) + i0
+        raise ValueError(
+            f"the scores q . k / sqrt(d_k) overflow {dtype} (query row {bad} has a "
+            f"non-finite score); scale q and k down or compute in float64"
+        )
+    acc /= l_sum[:, None]
+
+
+def tiled_attention(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    causal: bool = False,
+    block_size: int | tuple[int, int] = (128, 512),
+    workers: int | None = None,
+) -> np.ndarray:
+    r"""Exact scaled dot-product attention without the ``n_q x n_k`` score matrix.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+    k : array_like, shape (..., n_k, d_k)
+    v : array_like, shape (..., n_k, d_v)
+        As in :func:`~attention_lib.scaled_dot_product_attention` (the same
+        checks; leading axes broadcast; float32 stays float32).
+    causal : bool, default False
+        Query ``i`` attends only to keys ``j <= i``; with ``n_q < n_k`` the
+        queries are the last ``n_q`` positions. Key blocks entirely in the
+        future of a query block are never computed.
+    block_size : int or (int, int), default (128, 512)
+        Query rows and keys per tile, ``(b_q, b_k)``; an int sets both. At
+        most ``b_q x max(b_k, b_q)`` scores exist at once per worker.
+    workers : int, optional
+        Threads that process query blocks in parallel (numpy releases the GIL
+        in its kernels). Default: one per available CPU when the problem is
+        large enough and numpy's OpenBLAS thread count can be lowered to one
+        meanwhile (to avoid oversubscription); otherwise 1.
+
+    Returns
+    -------
+    output : numpy.ndarray, shape (..., n_q, d_v)
+        Equal to ``scaled_dot_product_attention(q, k, v, causal=causal)[0]``
+        up to rounding. The weights are not returned: they are never stored.
+
+    Notes
+    -----
+    For each tile of ``b_q`` query rows, the key blocks are visited in turn
+    and every row keeps a running maximum :math:`m`, a running sum
+    :math:`\ell` and an accumulator :math:`a` (see :func:`online_softmax_row`):
+
+    .. math::
+
+        S = \frac{Q_{\text{tile}} K_{\text{block}}^{\mathsf T}}{\sqrt{d_k}}, \quad
+        m' = \max(m, \operatorname{rowmax} S), \quad
+        P = e^{S - m'},
+
+        \ell \leftarrow e^{m - m'}\,\ell + \operatorname{rowsum} P, \quad
+        a \leftarrow e^{m - m'}\,a + P V_{\text{block}}, \quad m \leftarrow m',
+
+    and the output rows are :math:`a / \ell`. Under ``causal`` the tile on
+    the diagonal is masked (its upper triangle set to :math:`-\infty`) and
+    visited first, so every row starts from a finite maximum.
+
+    Memory beyond the output is :math:`O(b_q \cdot b_k)` per worker instead of
+    :math:`O(n_q \cdot n_k)`; the arithmetic is the same as plain attention.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(3, 2, 10, 4))   # 2 heads, 10 positions
+    >>> out = tiled_attention(q, k, v, causal=True, block_size=3)
+    >>> from attention_lib import scaled_dot_product_attention
+    >>> ref, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    >>> bool(np.allclose(out, ref, rtol=0, atol=1e-12))
+    True
+    """
+    q, k, v, batch = check_attention_inputs(q, k, v)
+    if not isinstance(causal, bool | np.bool_):
+        raise TypeError(f"causal={causal!r}; expected True or False")
+    block_q, block_k = _block_sizes(block_size)
+    if workers is not None and (
+        not isinstance(workers, int | np.integer) or isinstance(workers, bool) or workers < 1
+    ):
+        raise ValueError(f"workers={workers!r}; expected a positive integer or None")
+    n_q, d_k = q.shape[-2:]
+    n_k, d_v = v.shape[-2:]
+    if causal and n_q > n_k:
+        raise ValueError(
+            f"causal attention with n_q={n_q} queries and n_k={n_k} keys: the queries are "
+            f"the last n_q positions, so the first {n_q - n_k} queries would have no key to "
+            "attend to; expected n_q <= n_k"
+        )
+
+    out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
+    q_all = np.broadcast_to(q, (*batch, n_q, d_k))  # views, no copies
+    k_all = np.broadcast_to(k, (*batch, n_k, d_k))
+    v_all = np.broadcast_to(v, (*batch, n_k, d_v))
+    tasks = [
+        (index, i0, min(i0 + block_q, n_q))
+        for index in np.ndindex(batch)
+        for i0 in range(0, n_q, block_q)
+    ]
+    if causal:  # longest first: later query blocks see more keys
+        tasks.sort(key=lambda task: -task[1])
+
+    def run(task: tuple[tuple[int, ...], int, int]) -> None:
+        index, i0, i1 = task
+        # Overflowing scores are reported as a ValueError after the block, not as warnings.
+        with np.errstate(over="ignore", invalid="ignore"):
+            _attend_query_block(q_all[index], k_all[index], v_all[index], out[index],
+                                i0, i1, causal, block_k)
+
+    n_scores = math.prod(batch) * n_q * n_k // (2 if causal else 1)
+    if workers is None:
+        parallel = blas_thread_control_available() and n_scores >= _MIN_PARALLEL_SCORES
+        workers = _available_cpus() if parallel else 1
+    workers = min(int(workers), len(tasks))
+    # One BLAS thread per tile product in every case: the tiles are small, and
+    # BLAS threads competing with the pool (or with other processes) for the
+    # same cores slow these products down many times over.
+    with single_threaded_blas():
+        if workers == 1:
+            for task in tasks:
+                run(task)
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                for _ in pool.map(run, tasks):
+                    pass
+    return out

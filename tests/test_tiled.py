@@ -1,0 +1,210 @@
+"""Tests of tiled attention (online softmax over key blocks).
+
+Two references: ``scaled_dot_product_attention`` (the library's plain version,
+which materialises the whole score matrix, so the two share only input
+validation) and, independently of the library, a float64 ``einsum``
+implementation written here from the equation.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from attention_lib import online_softmax_row, scaled_dot_product_attention, tiled_attention
+
+
+def reference_attention(q, k, v, causal=False):
+    """softmax(q k^T / sqrt(d_k)) v in float64; causal queries are the last n_q positions."""
+    q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    scores = np.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
+    if causal:
+        position = np.arange(n_q)[:, None] + (n_k - n_q)
+        scores = np.where(np.arange(n_k)[None, :] > position, -np.inf, scores)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("...ij,...jd->...id", e / e.sum(axis=-1, keepdims=True), v)
+
+
+def random_qkv(seed, lead, n_q, n_k, d_k=16, d_v=8, dtype=np.float64, scale=1.0):
+    rng = np.random.default_rng(seed)
+    q = (rng.normal(size=(*lead, n_q, d_k)) * scale).astype(dtype)
+    k = (rng.normal(size=(*lead, n_k, d_k)) * scale).astype(dtype)
+    v = rng.normal(size=(*lead, n_k, d_v)).astype(dtype)
+    return q, k, v
+
+
+CASES = [  # (lead axes, n_q, n_k, block_size)
+    ((), 37, 37, 8),
+    ((), 37, 37, (5, 11)),
+    ((2,), 50, 50, (16, 7)),
+    ((2, 3), 29, 29, (4, 64)),  # one key block holds every key
+    ((2, 3), 13, 41, (6, 9)),  # n_q != n_k
+    ((1,), 1, 17, 4),  # a single query (the decoding step)
+    ((), 9, 9, 100),  # one tile larger than the whole problem
+]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("lead", "n_q", "n_k", "block_size"), CASES)
+def test_tiled_equals_plain_attention_in_float64(lead, n_q, n_k, block_size, causal):
+    q, k, v = random_qkv(n_q * 7 + n_k, lead, n_q, n_k)
+    got = tiled_attention(q, k, v, causal=causal, block_size=block_size)
+    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    assert got.dtype == np.float64 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiled_float32_stays_float32_and_is_accurate(causal):
+    q, k, v = random_qkv(3, (2, 4), 70, 70, d_k=32, d_v=16, dtype=np.float32)
+    got = tiled_attention(q, k, v, causal=causal, block_size=(16, 24))
+    assert got.dtype == np.float32
+    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=2e-5)
+
+
+def test_large_scores_do_not_overflow():
+    # Scores around +-1000: exp would overflow without the running maximum.
+    q, k, v = random_qkv(4, (), 20, 30, d_k=4, scale=25.0)
+    got = tiled_attention(q, k, v, causal=True, block_size=(4, 6))
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=1e-10)
+
+
+def test_broadcast_leading_axes():
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(2, 3, 11, 8))  # batch 2, heads 3
+    k = rng.normal(size=(1, 3, 11, 8))  # shared across the batch
+    v = rng.normal(size=(11, 5))  # shared by everything
+    got = tiled_attention(q, k, v, causal=True, block_size=4)
+    assert got.shape == (2, 3, 11, 5)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_the_result_does_not_depend_on_the_number_of_workers(workers):
+    q, k, v = random_qkv(6, (3,), 40, 40, dtype=np.float32)
+    got = tiled_attention(q, k, v, causal=True, block_size=(8, 16), workers=workers)
+    serial = tiled_attention(q, k, v, causal=True, block_size=(8, 16), workers=1)
+    np.testing.assert_array_equal(got, serial)  # every tile is computed the same way
+
+
+def test_a_large_problem_uses_the_default_thread_pool():
+    # Above the size where the pool starts (2**20 scores), with the default workers.
+    q, k, v = random_qkv(7, (4,), 600, 600, d_k=8, d_v=4, dtype=np.float32)
+    got = tiled_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
+
+
+def test_integers_are_computed_in_float64():
+    q = np.arange(12).reshape(3, 4) % 3
+    got = tiled_attention(q, q, q, block_size=2)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, reference_attention(q, q, q), rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# online_softmax_row
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sizes", [[5], [1, 1, 1], [2, 7, 3], [4, 1]])
+def test_online_softmax_row_equals_softmax_times_values(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    scores = rng.normal(size=sum(sizes)) * 4
+    values = rng.normal(size=(sum(sizes), 3))
+    cuts = np.cumsum(sizes)[:-1]
+    trace = online_softmax_row(np.split(scores, cuts), np.split(values, cuts))
+    w = np.exp(scores - scores.max())
+    np.testing.assert_allclose(trace.output, (w / w.sum()) @ values, rtol=0, atol=1e-12)
+    # The running max is the max of the prefix; the final sum is the full normaliser.
+    prefix_max = [scores[:end].max() for end in np.cumsum(sizes)]
+    np.testing.assert_array_equal(trace.running_max, prefix_max)
+    np.testing.assert_allclose(trace.running_sum[-1], w.sum(), rtol=1e-12)
+
+
+def test_online_softmax_row_with_huge_scores():
+    trace = online_softmax_row([np.array([1000.0]), np.array([2000.0, 0.0])],
+                               [np.array([[1.0]]), np.array([[2.0], [3.0]])])
+    np.testing.assert_allclose(trace.output, [2.0])
+    np.testing.assert_allclose(trace.running_sum, [1.0, 1.0])
+
+
+def test_online_softmax_row_bad_input():
+    with pytest.raises(ValueError, match="score_blocks is empty"):
+        online_softmax_row([], [])
+    with pytest.raises(ValueError, match="one block of values per block"):
+        online_softmax_row([[1.0]], [])
+    with pytest.raises(ValueError, match=r"value_blocks\[1\] has shape \(1, 2\)"):
+        online_softmax_row([[1.0], [2.0, 3.0]], [[[1.0]], [[1.0, 2.0]]])
+    with pytest.raises(ValueError, match=r"value_blocks\[1\] has d_v=2"):
+        online_softmax_row([[1.0], [2.0]], [[[1.0]], [[1.0, 2.0]]])
+    with pytest.raises(ValueError, match=r"score_blocks\[0\] has shape \(1, 1\)"):
+        online_softmax_row([[[1.0]]], [[[1.0]]])
+    with pytest.raises(ValueError, match=r"score_blocks\[0\] contains 1 NaN"):
+        online_softmax_row([[np.nan]], [[[1.0]]])
+
+
+# --------------------------------------------------------------------------------------
+# bad input: the same contract as scaled_dot_product_attention
+# --------------------------------------------------------------------------------------
+
+
+def test_bad_inputs_are_refused_like_plain_attention():
+    q = np.ones((3, 4))
+    with pytest.raises(ValueError, match="q has d_k=4"):
+        tiled_attention(q, np.ones((3, 5)), q)
+    with pytest.raises(ValueError, match="k has n_k=3 positions"):
+        tiled_attention(q, q, np.ones((2, 4)))
+    with pytest.raises(ValueError, match="leading .* axes do not broadcast"):
+        tiled_attention(np.ones((2, 3, 4)), np.ones((3, 3, 4)), np.ones((3, 4)))
+    with pytest.raises(TypeError, match="q has dtype bool"):
+        tiled_attention(q > 0, q, q)
+    bad = np.ones((3, 4))
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"v contains 1 NaN .* at index \(2, 1\)"):
+        tiled_attention(q, q, bad)
+    with pytest.raises(TypeError, match="causal='yes'"):
+        tiled_attention(q, q, q, causal="yes")
+
+
+def test_causal_with_more_queries_than_keys():
+    with pytest.raises(ValueError, match=r"n_q=5 queries and n_k=3 keys"):
+        tiled_attention(np.ones((5, 4)), np.ones((3, 4)), np.ones((3, 4)), causal=True)
+    # Without the causal rule it is ordinary cross-attention.
+    assert tiled_attention(np.ones((5, 4)), np.ones((3, 4)), np.ones((3, 2))).shape == (5, 2)
+
+
+@pytest.mark.parametrize("block_size", [0, -1, (4,), (4, 0), 2.5, True, (4, 4, 4)])
+def test_bad_block_size(block_size):
+    with pytest.raises(ValueError, match="block_size="):
+        tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), block_size=block_size)
+
+
+@pytest.mark.parametrize("workers", [0, -2, 1.5, True])
+def test_bad_workers(workers):
+    with pytest.raises(ValueError, match="workers="):
+        tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), workers=workers)
+
+
+def test_scores_that_overflow_are_reported():
+    q = np.array([[1e200, 1e200]])
+    k = np.array([[1e200, 1e200], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="overflow"):
+        tiled_attention(q, k, np.ones((2, 1)))
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(130, 130), (70, 200), (200, 201)])
+def test_plain_causal_attention_on_sequences_longer_than_its_fill_blocks(n_q, n_k):
+    # scaled_dot_product_attention masks the future 64 rows at a time by slicing;
+    # check it (and tiled_attention) against the reference beyond one such block.
+    q, k, v = random_qkv(n_q + n_k, (2,), n_q, n_k, d_k=8, d_v=3)
+    expected = reference_attention(q, k, v, causal=True)
+    out, w = scaled_dot_product_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
+    assert np.all(w[..., np.arange(n_k)[None, :] > np.arange(n_q)[:, None] + n_k - n_q] == 0)
+    np.testing.assert_allclose(tiled_attention(q, k, v, causal=True), expected, atol=1e-12)
