@@ -28,10 +28,14 @@ from ._validation import as_real_array, describe
 
 __all__ = [
     "AttentionFlops",
+    "DecodeCost",
     "LayerFlops",
     "attention_flops",
     "best_time",
     "causal_pairs",
+    "decode_step_multiplications",
+    "generation_multiplications",
+    "kv_cache_bytes",
     "layer_flops",
     "power_law_fit",
     "rnn_flops",
@@ -366,3 +370,222 @@ def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
         raise ValueError("x has fewer than two distinct values; cannot fit a slope")
     slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
     return float(slope), float(np.exp(intercept))
+
+
+# --------------------------------------------------------------------------------------
+# Generating token by token: work per step with and without a KV cache, cache memory
+# --------------------------------------------------------------------------------------
+
+DECODE_STRATEGIES = ("cache", "recompute_kv", "recompute_all")
+
+
+class DecodeCost(NamedTuple):
+    """Multiplications of one attention layer while generating, by matrix product."""
+
+    projections: int
+    """:math:`X W_Q`, :math:`X W_K`, :math:`X W_V` for the rows computed."""
+    scores: int
+    """Query-key dot products."""
+    mix: int
+    """Weights times values."""
+    output: int
+    """Concatenated heads times :math:`W_O`."""
+
+    @property
+    def total(self) -> int:
+        """All four parts."""
+        return self.projections + self.scores + self.mix + self.output
+
+
+def _decode_sizes(
+    d_model: int, d_k: int, d_v: int | None, strategy: str
+) -> tuple[int, int, int]:
+    d_model, d_k = _positive_int(d_model, "d_model"), _positive_int(d_k, "d_k")
+    d_v = d_k if d_v is None else _positive_int(d_v, "d_v")
+    if strategy not in DECODE_STRATEGIES:
+        raise ValueError(f"strategy={strategy!r}; expected one of {DECODE_STRATEGIES}")
+    return d_model, d_k, d_v
+
+
+def decode_step_multiplications(
+    t: int, d_model: int, d_k: int, d_v: int | None = None, *, strategy: str = "cache"
+) -> DecodeCost:
+    r"""Multiplications of the step that adds token ``t`` to a causal attention layer.
+
+    Parameters
+    ----------
+    t : int
+        Tokens in the context after this step, the new one included (``t >= 1``).
+    d_model : int
+        Size of a token representation.
+    d_k : int
+        Size of the queries and keys, summed over the heads (``h * d_head``).
+    d_v : int, optional
+        Size of the values, summed over the heads; defaults to ``d_k``.
+    strategy : {"cache", "recompute_kv", "recompute_all"}, default "cache"
+        ``"cache"``: project the new token only and attend with its query over
+        the ``t`` cached keys and values (:class:`attention_lib.KVCache`).
+        ``"recompute_kv"``: no cache; project the keys and values of all ``t``
+        tokens again, then attend with the new query only.
+        ``"recompute_all"``: no cache; run the whole causal pass over the ``t``
+        tokens again (every query, every output row) and keep the last row.
+
+    Returns
+    -------
+    DecodeCost
+        ``projections``, ``scores``, ``mix``, ``output`` and their ``total``.
+
+    Notes
+    -----
+    A product of an ``(m, k)`` by a ``(k, p)`` matrix costs :math:`m k p`
+    multiplications (half the FLOPs of :func:`attention_flops`). With ``r``
+    query rows and ``t`` keys, a dense implementation such as
+    :func:`attention_lib.scaled_dot_product_attention` computes all
+    :math:`r t` scores, masked ones included:
+
+    .. math::
+
+        \text{cache}:&\quad d_{\text{model}}(2 d_k + d_v) + t (d_k + d_v)
+                          + d_v d_{\text{model}}, \\
+        \text{recompute\_kv}:&\quad d_{\text{model}} d_k
+            + t\, d_{\text{model}} (d_k + d_v) + t (d_k + d_v) + d_v d_{\text{model}}, \\
+        \text{recompute\_all}:&\quad t\, d_{\text{model}}(2 d_k + d_v)
+            + t^2 (d_k + d_v) + t\, d_v d_{\text{model}} .
+
+    Only matrix products are counted (not the :math:`r t` exponentials of the
+    softmax). The counts do not depend on how ``d_k`` is split into heads.
+
+    Examples
+    --------
+    >>> decode_step_multiplications(10, 4, 4).total       # 48 + 80 + 16
+    144
+    >>> decode_step_multiplications(10, 4, 4, strategy="recompute_all").total
+    1440
+    """
+    t = _positive_int(t, "t")
+    d_model, d_k, d_v = _decode_sizes(d_model, d_k, d_v, strategy)
+    rows = t if strategy == "recompute_all" else 1  # query (and output) rows computed
+    kv_rows = 1 if strategy == "cache" else t  # tokens whose keys and values are computed
+    return DecodeCost(
+        projections=d_model * (rows * d_k + kv_rows * (d_k + d_v)),  # (r, d) @ (d, d_k) ...
+        scores=rows * t * d_k,  # (r, d_k) @ (d_k, t)
+        mix=rows * t * d_v,  # (r, t) @ (t, d_v)
+        output=rows * d_v * d_model,  # (r, d_v) @ (d_v, d_model)
+    )
+
+
+def generation_multiplications(
+    n: int, d_model: int, d_k: int, d_v: int | None = None, *, strategy: str = "cache"
+) -> DecodeCost:
+    r"""Multiplications of feeding ``n`` tokens one at a time through an attention layer.
+
+    Parameters
+    ----------
+    n : int
+        Number of steps; step ``t`` (``t = 1, ..., n``) adds token ``t``.
+    d_model, d_k, d_v, strategy
+        As in :func:`decode_step_multiplications`.
+
+    Returns
+    -------
+    DecodeCost
+        The sum of :func:`decode_step_multiplications` over ``t = 1, ..., n``.
+
+    Notes
+    -----
+    With :math:`S_1 = \sum_t t = n(n+1)/2` and
+    :math:`S_2 = \sum_t t^2 = n(n+1)(2n+1)/6`:
+
+    .. math::
+
+        \text{cache}:&\quad n\, d_{\text{model}}(2 d_k + d_v) + S_1 (d_k + d_v)
+            + n\, d_v d_{\text{model}}
+            &&= O(n\, d_{\text{model}}^2 + n^2 d), \\
+        \text{recompute\_kv}:&\quad n\, d_{\text{model}} d_k
+            + S_1 \bigl(d_{\text{model}}(d_k + d_v) + d_k + d_v\bigr) + n\, d_v d_{\text{model}}
+            &&= O(n^2 d_{\text{model}}^2), \\
+        \text{recompute\_all}:&\quad S_1\, d_{\text{model}}(2 d_k + d_v) + S_2 (d_k + d_v)
+            + S_1\, d_v d_{\text{model}}
+            &&= O(n^2 d_{\text{model}}^2 + n^3 d).
+
+    Examples
+    --------
+    >>> generation_multiplications(3, 4, 4).total        # 3 steps: t = 1, 2, 3
+    240
+    >>> sum(decode_step_multiplications(t, 4, 4).total for t in (1, 2, 3))
+    240
+    """
+    n = _positive_int(n, "n")
+    d_model, d_k, d_v = _decode_sizes(d_model, d_k, d_v, strategy)
+    s1 = n * (n + 1) // 2  # sum of t
+    s2 = n * (n + 1) * (2 * n + 1) // 6  # sum of t^2
+    if strategy == "cache":
+        return DecodeCost(n * d_model * (2 * d_k + d_v), s1 * d_k, s1 * d_v, n * d_v * d_model)
+    if strategy == "recompute_kv":
+        return DecodeCost(n * d_model * d_k + s1 * d_model * (d_k + d_v), s1 * d_k, s1 * d_v,
+                          n * d_v * d_model)
+    return DecodeCost(s1 * d_model * (2 * d_k + d_v), s2 * d_k, s2 * d_v, s1 * d_v * d_model)
+
+
+def kv_cache_bytes(
+    n_tokens: int,
+    *,
+    n_layers: int,
+    n_kv_heads: int,
+    d_head: int,
+    dtype: DTypeLike = np.float16,
+    batch: int = 1,
+) -> int:
+    r"""Bytes of the keys and values a decoder keeps for ``n_tokens`` positions.
+
+    Parameters
+    ----------
+    n_tokens : int
+        Positions cached (the context length).
+    n_layers : int
+        Attention layers; each keeps its own keys and values.
+    n_kv_heads : int
+        Key/value heads per layer: the number of heads for ordinary
+        multi-head attention, fewer with grouped-query attention (a group of
+        query heads shares one key/value head), 1 with multi-query attention.
+    d_head : int
+        Size of one head's keys (and values).
+    dtype : numpy dtype, default float16
+        Storage type of the cache (float16: 2 bytes per number).
+    batch : int, default 1
+        Sequences decoded at once, each with its own cache.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    .. math::
+
+        \text{bytes} = \text{batch} \times n_{\text{layers}} \times 2
+            \times n_{\text{kv heads}} \times d_{\text{head}} \times n_{\text{tokens}}
+            \times \text{bytes per number},
+
+    the 2 counting keys and values. It grows linearly with ``n_tokens``;
+    :attr:`attention_lib.KVCache.nbytes` reports the same for one layer at its
+    capacity (``n_tokens = cache.capacity``).
+
+    Examples
+    --------
+    >>> gpt3 = dict(n_layers=96, n_kv_heads=96, d_head=128)    # GPT-3 175B
+    >>> kv_cache_bytes(2048, **gpt3) / 2**30                  # GiB in float16
+    9.0
+    >>> kv_cache_bytes(1, **gpt3) / 2**20                     # MiB per token
+    4.5
+    """
+    n_tokens = _positive_int(n_tokens, "n_tokens")
+    n_layers = _positive_int(n_layers, "n_layers")
+    n_kv_heads = _positive_int(n_kv_heads, "n_kv_heads")
+    d_head = _positive_int(d_head, "d_head")
+    batch = _positive_int(batch, "batch")
+    try:
+        itemsize = np.dtype(dtype).itemsize
+    except TypeError as exc:
+        raise TypeError(f"dtype={dtype!r} is not a numpy dtype ({exc})") from exc
+    return batch * n_layers * 2 * n_kv_heads * d_head * n_tokens * itemsize
