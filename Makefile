@@ -55,7 +55,7 @@ unit: $(STAMP)
 # Strict nbval: every stored text output must come back identical. The set of
 # notebooks in chapters/ equals the set in _toc.yml (tests/test_book_layout.py).
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters --durations=0
+	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters --durations=10
 
 site-tests: $(STAMP)
 	$(BIN)/python -m pytest tests/website

@@ -50,7 +50,8 @@ def _candidate_libraries() -> list[str]:
         root = os.path.dirname(os.path.abspath(np.__file__))
         for pattern in ("../numpy.libs/*openblas*", ".dylibs/*openblas*"):
             paths.extend(sorted(glob.glob(os.path.join(root, pattern))))
-    return paths
+    # numpy's own copy first: another package (torch, scipy) may load a second OpenBLAS.
+    return sorted(paths, key=lambda path: "numpy" not in path)
 
 
 @functools.cache

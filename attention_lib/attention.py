@@ -9,6 +9,7 @@ Dimension letters used in the shape comments:
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -201,17 +202,19 @@ def _combined_mask(
     return allowed
 
 
-def _check_scores_finite(scores: np.ndarray, q_scaled: np.ndarray, k: np.ndarray) -> None:
-    """Raise if a score overflowed; skip the full check when no score can overflow.
+def _scores_may_overflow(q_scaled: np.ndarray, k: np.ndarray, dtype: np.dtype) -> bool:
+    """False when no score ``q_scaled . k`` can overflow ``dtype`` (so no check is needed).
 
-    Each score is a sum of ``d_k`` products, so ``|score| <= d_k * max|q| * max|k|``
-    (Cauchy-Schwarz, with room to spare for rounding): when that bound is far
-    below the largest float, every score is finite and the pass over the
-    ``n_q x n_k`` scores is not needed.
+    Each score is a sum of ``d_k`` products, so ``|score| <= d_k * max|q| * max|k|``;
+    when that bound is far below the largest float (a factor 4 covers rounding),
+    every score is finite and the pass over the ``n_q x n_k`` scores is skipped.
     """
     bound = q_scaled.shape[-1] * float(np.abs(q_scaled).max()) * float(np.abs(k).max())
-    if bound < 0.25 * float(np.finfo(scores.dtype).max):
-        return
+    return bound >= 0.25 * float(np.finfo(dtype).max)
+
+
+def _check_scores_finite(scores: np.ndarray, q_scaled: np.ndarray, k: np.ndarray) -> None:
+    """Raise ``ValueError`` if a score overflowed to inf (or to NaN via inf - inf)."""
     if not np.isfinite(scores).all():
         raise ValueError(
             f"the scores q . k / sqrt(d_k) overflow {scores.dtype} (q up to "
@@ -221,41 +224,15 @@ def _check_scores_finite(scores: np.ndarray, q_scaled: np.ndarray, k: np.ndarray
         )
 
 
-_CAUSAL_FILL_ROWS = 64
-
-
-def _fill_future_inplace(scores: np.ndarray) -> None:
-    """Set the scores of future keys to -inf, by slicing blocks of rows.
-
-    Equivalent to ``np.copyto(scores, -inf, where=~causal_mask(n_q, n_k))``
-    but it touches only the masked part: for each block of rows the keys
-    after the block's last position are filled with one slice assignment, and
-    only the small triangle on the diagonal goes through a boolean mask.
-    """
-    n_q, n_k = scores.shape[-2:]
-    offset = n_k - n_q  # query i sits at position i + offset
-    for r0 in range(0, n_q, _CAUSAL_FILL_ROWS):
-        r1 = min(r0 + _CAUSAL_FILL_ROWS, n_q)
-        scores[..., r0:r1, r1 + offset:] = -np.inf  # (..., rows, later keys)
-        # The triangle: row r0 + i may see keys up to r0 + i + offset.
-        upper = ~np.tri(r1 - r0, r1 - r0, dtype=bool)  # (rows, rows), True = future
-        np.copyto(scores[..., r0:r1, r0 + offset:r1 + offset], -np.inf, where=upper)
-
-
-def _softmax_last_axis_inplace(
-    scores: np.ndarray, allowed: np.ndarray | None, causal_only: bool = False
-) -> np.ndarray:
+def _softmax_last_axis_inplace(scores: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
     """Softmax over the last axis, overwriting ``scores`` (finite) where it can.
 
     Masked entries (``allowed`` False) get weight 0 and rows with no allowed
     entry get all-zero weights (the caller has applied its ``fully_masked``
-    policy). With ``causal_only`` the mask is the causal one and is applied by
-    slicing. The arithmetic is that of :func:`attention_lib.softmax`, step for
+    policy). The arithmetic is that of :func:`attention_lib.softmax`, step for
     step, so the results are identical; only the temporaries are gone.
     """
-    if causal_only:
-        _fill_future_inplace(scores)
-    elif allowed is not None:
+    if allowed is not None:
         shape = np.broadcast_shapes(scores.shape, allowed.shape)
         if shape != scores.shape:  # the mask adds leading axes
             scores = np.broadcast_to(scores, shape).copy()  # (..., n_q, n_k)
@@ -272,6 +249,60 @@ def _softmax_last_axis_inplace(
         total[empty] = 1
     scores /= total
     return scores
+
+
+# Query rows per block of the causal softmax (it skips the future block by block).
+_CAUSAL_BLOCK_ROWS = 128
+
+
+@functools.cache
+def _strict_upper(rows: int) -> np.ndarray:
+    """Boolean (rows, rows), True above the diagonal: the future keys of a diagonal block."""
+    upper = ~np.tri(rows, rows, dtype=bool)
+    upper.flags.writeable = False
+    return upper
+
+
+def _causal_attention_by_row_blocks(
+    q_scaled: np.ndarray, k: np.ndarray, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Causal attention ``(output, weights)`` that never computes a future score.
+
+    The same formula as the plain path, organised by blocks of query rows:
+    rows ``r0:r1`` see at most the keys before position ``r1 + n_k - n_q``, so
+    their scores, softmax and weighted sum of values are computed on that
+    prefix only; the later weights are set to 0 directly and only the triangle
+    on the diagonal goes through a boolean mask. This skips almost half of
+    the work. With a single block (``n_q <= _CAUSAL_BLOCK_ROWS``) every step
+    is the plain path's, bit for bit; with more blocks the products over a
+    shorter prefix may round the last bit differently.
+    """
+    n_q, n_k = q_scaled.shape[-2], k.shape[-2]
+    offset = n_k - n_q  # query i sits at position i + offset
+    score_batch = np.broadcast_shapes(q_scaled.shape[:-2], k.shape[:-2])
+    out_batch = np.broadcast_shapes(score_batch, v.shape[:-2])
+    dtype = q_scaled.dtype
+    weights = np.empty((*score_batch, n_q, n_k), dtype=dtype)  # (..., n_q, n_k)
+    output = np.empty((*out_batch, n_q, v.shape[-1]), dtype=dtype)  # (..., n_q, d_v)
+    k_t = np.swapaxes(k, -1, -2)  # (..., d_k, n_k)
+    may_overflow = _scores_may_overflow(q_scaled, k, dtype)
+    for r0 in range(0, n_q, _CAUSAL_BLOCK_ROWS):
+        r1 = min(r0 + _CAUSAL_BLOCK_ROWS, n_q)
+        stop = r1 + offset  # these rows see keys [0, stop) at most
+        rows = weights[..., r0:r1, :]  # (..., rows, n_k), a view
+        s = rows[..., :stop]  # (..., rows, stop), the part that can be visible
+        with np.errstate(over="ignore", invalid="ignore"):
+            np.matmul(q_scaled[..., r0:r1, :], k_t[..., :stop], out=s)  # (..., rows, stop)
+        if may_overflow:
+            _check_scores_finite(s, q_scaled, k)
+        rows[..., stop:] = 0  # keys in the future of every row of the block
+        # The (rows, rows) triangle on the diagonal: row r0 + i sees keys up to r0 + i + offset.
+        np.copyto(s[..., r0 + offset:], -np.inf, where=_strict_upper(r1 - r0))
+        s -= s.max(axis=-1, keepdims=True)  # every row sees its own key: a finite max
+        np.exp(s, out=s)
+        s /= rows.sum(axis=-1, keepdims=True)  # the sum over the whole row, zeros included
+        np.matmul(s, v[..., :stop, :], out=output[..., r0:r1, :])  # (..., rows, d_v)
+    return output, weights
 
 
 def scaled_dot_product_attention(
@@ -325,6 +356,10 @@ def scaled_dot_product_attention(
     :math:`-\infty` before it. Float32 input gives float32 output, float64
     gives float64, integers are computed in float64.
 
+    With ``causal=True`` and no ``mask``, the rows are processed in blocks of
+    128 queries and the scores of future keys are never computed (their
+    weights are set to 0 directly), which saves almost half of the work.
+
     Examples
     --------
     >>> q = np.array([[1.0, 0.0]]); k = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -355,13 +390,16 @@ def scaled_dot_product_attention(
     # A Python float keeps float32 float32 (a numpy float64 scalar would promote).
     scale = 1.0 / math.sqrt(d_k)
     q_scaled = q * scale  # (..., n_q, d_k)
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = q_scaled @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
-    _check_scores_finite(scores, q_scaled, k)
-    weights = _softmax_last_axis_inplace(  # (..., n_q, n_k), reuses `scores`
-        scores, allowed, causal_only=causal and mask is None
-    )
-    output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
+    if causal and mask is None:
+        # The same formula without computing any score of a future key.
+        output, weights = _causal_attention_by_row_blocks(q_scaled, k, v)
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = q_scaled @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
+        if _scores_may_overflow(q_scaled, k, scores.dtype):
+            _check_scores_finite(scores, q_scaled, k)
+        weights = _softmax_last_axis_inplace(scores, allowed)  # (..., n_q, n_k), in place
+        output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
     # Batch axes that only v (or the mask) has: give the weights the output's batch shape.
     full = output.shape[:-2] + weights.shape[-2:]
     if weights.shape != full:

@@ -17,6 +17,7 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, common_float_dtype, describe
@@ -132,9 +133,9 @@ class KVCache:
     def _filled(self, buffer: np.ndarray | None, name: str) -> np.ndarray:
         if buffer is None:
             raise ValueError(f"the cache is empty; append keys and values before reading {name}")
-        view = buffer[..., : self._length, :]  # (..., n, d)
-        view.flags.writeable = False
-        return view
+        # as_strided(writeable=False) gives a view whose flag cannot be set back to
+        # writeable (a plain view's can), so callers cannot write into the cache.
+        return as_strided(buffer[..., : self._length, :], writeable=False)  # (..., n, d)
 
     # ----------------------------------------------------------------- append
 

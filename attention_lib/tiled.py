@@ -25,7 +25,6 @@ Dimension letters used in the shape comments:
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Sequence
@@ -37,7 +36,7 @@ from numpy.typing import ArrayLike
 
 from ._blas import blas_thread_control_available, single_threaded_blas
 from ._validation import as_real_array, describe
-from .attention import check_attention_inputs
+from .attention import _strict_upper, check_attention_inputs
 
 __all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention"]
 
@@ -163,14 +162,6 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-@functools.cache
-def _strict_upper(rows: int) -> np.ndarray:
-    """Boolean (rows, rows), True above the diagonal: the future keys of a diagonal tile."""
-    upper = ~np.tri(rows, rows, dtype=bool)
-    upper.flags.writeable = False
-    return upper
-
-
 def _attend_query_block(
     q: np.ndarray,
     k: np.ndarray,
@@ -246,7 +237,7 @@ def tiled_attention(
     v: ArrayLike,
     *,
     causal: bool = False,
-    block_size: int | tuple[int, int] = (128, 512),
+    block_size: int | tuple[int, int] = (256, 512),
     workers: int | None = None,
 ) -> np.ndarray:
     r"""Exact scaled dot-product attention without the ``n_q x n_k`` score matrix.
@@ -262,7 +253,7 @@ def tiled_attention(
         Query ``i`` attends only to keys ``j <= i``; with ``n_q < n_k`` the
         queries are the last ``n_q`` positions. Key blocks entirely in the
         future of a query block are never computed.
-    block_size : int or (int, int), default (128, 512)
+    block_size : int or (int, int), default (256, 512)
         Query rows and keys per tile, ``(b_q, b_k)``; an int sets both. At
         most ``b_q x max(b_k, b_q)`` scores exist at once per worker.
     workers : int, optional

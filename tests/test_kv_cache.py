@@ -207,3 +207,13 @@ def test_bad_keys(k, error, pattern):
 def test_bad_initial_capacity(capacity):
     with pytest.raises((TypeError, ValueError), match="initial_capacity"):
         KVCache(initial_capacity=capacity)
+
+
+def test_keys_and_values_cannot_be_made_writeable():
+    cache = KVCache()
+    cache.append(np.ones((3, 2)), np.ones((3, 4)))
+    for view in (cache.keys, cache.values):
+        with pytest.raises(ValueError):
+            view.flags.writeable = True
+        with pytest.raises(ValueError):
+            view[0, 0] = 5.0

@@ -93,11 +93,25 @@ def test_the_result_does_not_depend_on_the_number_of_workers(workers):
     np.testing.assert_array_equal(got, serial)  # every tile is computed the same way
 
 
-def test_a_large_problem_uses_the_default_thread_pool():
-    # Above the size where the pool starts (2**20 scores), with the default workers.
-    q, k, v = random_qkv(7, (4,), 600, 600, d_k=8, d_v=4, dtype=np.float32)
+def test_a_large_problem_uses_the_default_thread_pool(monkeypatch):
+    import attention_lib.tiled as tiled
+
+    pools = []
+
+    class RecordingPool(tiled.ThreadPoolExecutor):
+        def __init__(self, workers):
+            pools.append(workers)
+            super().__init__(workers)
+
+    monkeypatch.setattr(tiled, "ThreadPoolExecutor", RecordingPool)
+    # 4 x 800 x 800 / 2 causal scores: above the 2**20 where the pool starts.
+    q, k, v = random_qkv(7, (4,), 800, 800, d_k=8, d_v=4, dtype=np.float32)
     got = tiled_attention(q, k, v, causal=True)
     np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
+    if tiled.blas_thread_control_available() and tiled._available_cpus() > 1:
+        assert len(pools) == 1 and pools[0] >= 2
+    small = tiled_attention(q[:, :100], k[:, :100], v[:, :100], causal=True)
+    assert small.shape == (4, 100, 4) and len(pools) <= 1  # small problems stay serial
 
 
 def test_integers_are_computed_in_float64():
@@ -198,13 +212,68 @@ def test_scores_that_overflow_are_reported():
         tiled_attention(q, k, np.ones((2, 1)))
 
 
-@pytest.mark.parametrize(("n_q", "n_k"), [(130, 130), (70, 200), (200, 201)])
-def test_plain_causal_attention_on_sequences_longer_than_its_fill_blocks(n_q, n_k):
-    # scaled_dot_product_attention masks the future 64 rows at a time by slicing;
-    # check it (and tiled_attention) against the reference beyond one such block.
+# --------------------------------------------------------------------------------------
+# plain attention's causal path, which works on blocks of 128 query rows
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k"), [(130, 130), (70, 200), (200, 201), (300, 300)])
+def test_plain_causal_attention_on_sequences_longer_than_one_row_block(n_q, n_k):
+    # scaled_dot_product_attention skips the future 128 query rows at a time;
+    # check it (and tiled_attention) against the reference beyond one block.
     q, k, v = random_qkv(n_q + n_k, (2,), n_q, n_k, d_k=8, d_v=3)
     expected = reference_attention(q, k, v, causal=True)
     out, w = scaled_dot_product_attention(q, k, v, causal=True)
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-12)
-    assert np.all(w[..., np.arange(n_k)[None, :] > np.arange(n_q)[:, None] + n_k - n_q] == 0)
+    future = np.arange(n_k)[None, :] > np.arange(n_q)[:, None] + n_k - n_q
+    assert np.all(w[..., future] == 0)
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=0, atol=1e-12)
+    # The same as passing the causal mask explicitly (the general masked path).
+    out_m, w_m = scaled_dot_product_attention(q, k, v, mask=~future)
+    np.testing.assert_allclose(out, out_m, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(w, w_m, rtol=0, atol=1e-12)
     np.testing.assert_allclose(tiled_attention(q, k, v, causal=True), expected, atol=1e-12)
+
+
+def test_plain_causal_attention_with_batch_axes_only_on_v():
+    rng = np.random.default_rng(8)
+    q, k = rng.normal(size=(2, 260, 4))
+    v = rng.normal(size=(3, 260, 2))  # the output gets a batch axis from v alone
+    out, w = scaled_dot_product_attention(q, k, v, causal=True)
+    assert out.shape == (3, 260, 2) and w.shape == (3, 260, 260)
+    np.testing.assert_allclose(out, reference_attention(q, k, v, True), rtol=0, atol=1e-12)
+
+
+def test_plain_causal_attention_in_float32_stays_float32():
+    q, k, v = random_qkv(9, (2,), 200, 200, dtype=np.float32)
+    out, w = scaled_dot_product_attention(q, k, v, causal=True)
+    assert out.dtype == np.float32 and w.dtype == np.float32
+    np.testing.assert_allclose(out, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
+
+
+# --------------------------------------------------------------------------------------
+# the BLAS thread control that the thread pool relies on
+# --------------------------------------------------------------------------------------
+
+
+def test_single_threaded_blas_restores_the_thread_count_after_nesting():
+    from attention_lib import _blas
+
+    functions = _blas._openblas_functions()
+    if functions is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS whose threads can be set")
+    get, set_ = functions
+    before = get()
+    try:
+        set_(2)
+        with _blas.single_threaded_blas():
+            assert get() == 1
+            with _blas.single_threaded_blas():
+                assert get() == 1
+            assert get() == 1  # the outer block is still running
+        assert get() == 2
+        with pytest.raises(RuntimeError), _blas.single_threaded_blas():
+            raise RuntimeError("an error inside the block")
+        assert get() == 2  # restored on the way out of an exception too
+    finally:
+        set_(before)
