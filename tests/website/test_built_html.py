@@ -53,3 +53,11 @@ def test_chapter_has_figures_with_alt_text_and_launch_buttons(html_root, name):
         assert (html_root / name).parent.joinpath(src).exists(), f"missing image {src}"
     assert "mybinder.org" in html and "colab.research.google.com" in html, "launch buttons missing"
     assert "Traceback" not in html and 'class="output traceback' not in html
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_titles_are_plain_text(html_root, name):
+    """Titles appear in the sidebar and navigation of every page, where no math is typeset."""
+    html = page(html_root, name)
+    title = re.search(r"<title>(.*?)</title>", html, flags=re.S).group(1)
+    assert "\\(" not in title and "$" not in title, f"{name}: TeX in the page title {title!r}"
