@@ -7,7 +7,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PORT   ?= 8000
-BUILD_FLAGS := -W -n --keep-going
+# --all: Sphinx re-reads every page (a few seconds; executed outputs still come
+# from the cache), so titles and navigation are never stale on unchanged pages.
+BUILD_FLAGS := -W -n --keep-going --all
 
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
