@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
-from .softmax import _check_policy
+from .softmax import _check_policy, softmax_inplace
 
 __all__ = [
     "causal_mask",
@@ -224,33 +224,6 @@ def _check_scores_finite(scores: np.ndarray, q_scaled: np.ndarray, k: np.ndarray
         )
 
 
-def _softmax_last_axis_inplace(scores: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
-    """Softmax over the last axis, overwriting ``scores`` (finite) where it can.
-
-    Masked entries (``allowed`` False) get weight 0 and rows with no allowed
-    entry get all-zero weights (the caller has applied its ``fully_masked``
-    policy). The arithmetic is that of :func:`attention_lib.softmax`, step for
-    step, so the results are identical; only the temporaries are gone.
-    """
-    if allowed is not None:
-        shape = np.broadcast_shapes(scores.shape, allowed.shape)
-        if shape != scores.shape:  # the mask adds leading axes
-            scores = np.broadcast_to(scores, shape).copy()  # (..., n_q, n_k)
-        np.copyto(scores, -np.inf, where=~allowed)  # exp(-inf) = 0
-    row_max = scores.max(axis=-1, keepdims=True)  # (..., n_q, 1)
-    empty = np.isneginf(row_max)  # rows where everything is masked
-    any_empty = bool(empty.any())
-    if any_empty:
-        row_max[empty] = 0
-    scores -= row_max
-    np.exp(scores, out=scores)
-    total = scores.sum(axis=-1, keepdims=True)  # (..., n_q, 1)
-    if any_empty:
-        total[empty] = 1
-    scores /= total
-    return scores
-
-
 # Query rows per block of the causal softmax (it skips the future block by block).
 _CAUSAL_BLOCK_ROWS = 128
 
@@ -398,7 +371,7 @@ def scaled_dot_product_attention(
             scores = q_scaled @ np.swapaxes(k, -1, -2)  # (..., n_q, d_k) @ (..., d_k, n_k)
         if _scores_may_overflow(q_scaled, k, scores.dtype):
             _check_scores_finite(scores, q_scaled, k)
-        weights = _softmax_last_axis_inplace(scores, allowed)  # (..., n_q, n_k), in place
+        weights, _ = softmax_inplace(scores, -1, allowed)  # (..., n_q, n_k), in place
         output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)
     # Batch axes that only v (or the mask) has: give the weights the output's batch shape.
     full = output.shape[:-2] + weights.shape[-2:]

@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
 
-__all__ = ["softmax", "FULLY_MASKED_POLICIES"]
+__all__ = ["softmax", "softmax_inplace", "FULLY_MASKED_POLICIES"]
 
 FULLY_MASKED_POLICIES = ("raise", "zero")
 
@@ -82,25 +82,21 @@ def softmax(
     """
     _check_policy(fully_masked)
     a = as_real_array(x, "x", min_ndim=1)
-    a = a.astype(common_float_dtype(a), copy=False)
     ax = _normalise_axis(axis, a.ndim)
-
+    allowed = None
     if mask is not None:
-        m = as_bool_mask(mask)
+        allowed = as_bool_mask(mask)
         try:
-            shape = np.broadcast_shapes(a.shape, m.shape)
+            shape = np.broadcast_shapes(a.shape, allowed.shape)
         except ValueError:
             raise ValueError(
-                f"mask ({describe(m)}) does not broadcast to x ({describe(a)})"
+                f"mask ({describe(allowed)}) does not broadcast to x ({describe(a)})"
             ) from None
         # `axis` refers to x; a mask with more dimensions adds leading axes in front of it.
         ax += len(shape) - a.ndim
-        # Masked entries become -inf, so exp() gives them exactly 0.
-        a = np.where(m, a, -np.inf).astype(a.dtype, copy=False)
-
-    row_max = np.max(a, axis=ax, keepdims=True)
-    empty = np.isneginf(row_max)  # every entry of this slice is masked
-    if empty.any() and fully_masked == "raise":
+    # A copy in the computing dtype: the softmax below overwrites it.
+    weights, empty = softmax_inplace(a.astype(common_float_dtype(a), copy=True), ax, allowed)
+    if fully_masked == "raise" and empty.any():
         where = [tuple(int(i) for i in idx) for idx in np.argwhere(np.squeeze(empty, axis=ax))]
         shown = ", ".join(map(str, where[:10])) + (" ..." if len(where) > 10 else "")
         raise ValueError(
@@ -108,7 +104,50 @@ def softmax(
             f"at index {shown}; their softmax is undefined. Pass fully_masked='zero' to give "
             "them zero weights, or fix the mask"
         )
-    shifted = a - np.where(empty, 0, row_max).astype(a.dtype, copy=False)
-    e = np.exp(shifted)
-    total = np.sum(e, axis=ax, keepdims=True)
-    return e / np.where(empty, 1, total).astype(a.dtype, copy=False)
+    return weights
+
+
+def softmax_inplace(
+    a: np.ndarray, axis: int, allowed: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stable softmax along ``axis``, computed in the floating array ``a`` itself.
+
+    The one implementation behind :func:`softmax` and
+    :func:`attention_lib.scaled_dot_product_attention`; it does no input checks.
+    ``a`` must be a finite floating array that the caller owns (it is
+    overwritten, unless ``allowed`` adds leading axes, in which case a
+    broadcast copy is used). Entries where ``allowed`` is False get weight 0;
+    slices with no allowed entry get all-zero weights.
+
+    Returns
+    -------
+    weights : numpy.ndarray
+        ``a`` (or its broadcast copy), now holding the weights.
+    empty : numpy.ndarray of bool
+        True for the slices with no allowed entry (``axis`` kept with size 1).
+
+    Examples
+    --------
+    >>> w, empty = softmax_inplace(np.array([[1.0, 1.0], [2.0, 0.0]]), axis=-1,
+    ...                            allowed=np.array([[False, False], [True, True]]))
+    >>> w.round(4), empty.ravel()
+    (array([[0.    , 0.    ],
+           [0.8808, 0.1192]]), array([ True, False]))
+    """
+    if allowed is not None:
+        shape = np.broadcast_shapes(a.shape, allowed.shape)
+        if shape != a.shape:  # the mask adds leading axes
+            a = np.broadcast_to(a, shape).copy()
+        np.copyto(a, -np.inf, where=~allowed)  # exp(-inf) = 0
+    row_max = a.max(axis=axis, keepdims=True)
+    empty = np.isneginf(row_max)  # every entry of this slice is masked
+    any_empty = bool(empty.any())
+    if any_empty:
+        row_max[empty] = 0
+    a -= row_max  # every exponent <= 0: exp cannot overflow
+    np.exp(a, out=a)
+    total = a.sum(axis=axis, keepdims=True)  # >= 1 where a slice has an allowed entry
+    if any_empty:
+        total[empty] = 1
+    a /= total
+    return a, empty

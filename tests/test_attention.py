@@ -665,3 +665,13 @@ def test_project_qkv_integer_input_is_float64():
     q, k, v = project_qkv(np.ones((2, 2), dtype=int), np.eye(2, dtype=int),
                           np.eye(2, dtype=int), np.eye(2, dtype=int))
     assert q.dtype == k.dtype == v.dtype == np.float64
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_inputs_are_not_modified(causal):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=(2, 300, 4)).astype(np.float32) for _ in range(3))
+    before = [a.copy() for a in (q, k, v)]
+    scaled_dot_product_attention(q, k, v, causal=causal)
+    for a, b in zip((q, k, v), before, strict=True):
+        np.testing.assert_array_equal(a, b)

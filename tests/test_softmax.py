@@ -292,3 +292,13 @@ def test_input_is_not_modified():
     x.setflags(write=False)  # a write would raise
     softmax(x, mask=np.array([[True, False, True]]))
     np.testing.assert_array_equal(x, before)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("masked", [False, True])
+def test_input_is_not_modified_in_either_dtype(dtype, masked):
+    x = np.array([[3.0, -1.0, 2.0], [0.5, 0.5, 9.0]], dtype=dtype)
+    before = x.copy()
+    mask = np.array([True, False, True]) if masked else None
+    softmax(x, mask=mask)
+    np.testing.assert_array_equal(x, before)
