@@ -1,0 +1,196 @@
+"""The book as run: chapter 4 in a real JupyterLab, driven by Playwright.
+
+JupyterLab (the same environment that ``make lab`` starts, with jupyterlab-myst)
+is started on 127.0.0.1 on a free port without a token, serving a copy of
+``chapters/``. Headless Chromium opens the chapter, runs all cells and checks
+what a reader sees:
+
+* no rendered markdown shows raw MyST (``{glue``, ``{eval}``, ``:::{``, a
+  fenced directive), and every number the prose quotes through ``{eval}``
+  appears in the rendered text with the value the code computes;
+* no output shows "Error displaying widget" or a traceback;
+* each control of the saturation explorer, moved by keyboard, changes the
+  figure and its readout; the time each redraw takes is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTER = "04_scale_scores_by_sqrt_dk.ipynb"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run", "--disable-sync"]
+RAW_MYST = ["{glue", "{eval}", ":::{", "```{"]
+
+if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
+    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
+                       "(apt-get install -y chromium)")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium found: install it with `apt-get install -y chromium` "
+    "(.ci/run does) to run the JupyterLab test",
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _eval_values(path: Path) -> dict[str, str]:
+    """The value of every name the notebook's prose quotes with {eval}, computed here."""
+    nb = nbformat.read(path, as_version=4)
+    names = sorted({m for c in nb.cells if c.cell_type == "markdown"
+                    for m in re.findall(r"\{eval\}`([A-Za-z_]\w*)`", c.source)})
+    probe = f"import json\nprint(json.dumps({{n: str(globals()[n]) for n in {names!r}}}))"
+    nb.cells.append(nbformat.v4.new_code_cell(probe))
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    return json.loads(nb.cells[-1].outputs[0]["text"])
+
+
+@pytest.fixture(scope="module")
+def lab_url(tmp_path_factory) -> Iterator[str]:
+    work = tmp_path_factory.mktemp("lab")
+    shutil.copytree(ROOT / "chapters", work / "chapters")
+    settings = work / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # Render every cell (no virtual scrolling), so each cell's text is in the page.
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    port = _free_port()
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+               f"--port={port}", "--ServerApp.token=", "--ServerApp.password=",
+               "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               f"--ServerApp.root_dir={work / 'chapters'}"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / "settings"),
+               JUPYTER_CONFIG_DIR=str(work / "config"))
+    log = open(work / "lab.log", "w")
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None, (work / "lab.log").read_text()
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start:\n" + (work / "lab.log").read_text())
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab_url, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-lab-profile")
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
+            viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(f"{lab_url}/lab/tree/{CHAPTER}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        # Run > Run All Cells, as a reader would.
+        page.get_by_role("menuitem", name="Run", exact=True).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        page.wait_for_function(
+            """() => [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+                     .every(p => /\\[\\d+\\]/.test(p.textContent))""", timeout=300_000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        yield page
+        context.close()
+
+
+def test_rendered_markdown_shows_no_raw_myst(page):
+    texts = page.locator(".jp-MarkdownCell .jp-RenderedMarkdown, "
+                         ".jp-MarkdownCell .jp-MarkdownOutput").all_text_contents()
+    assert len(texts) > 10, "the markdown cells were not rendered"
+    raw = [(marker, t[:120]) for t in texts for marker in RAW_MYST if marker in t]
+    assert not raw, f"raw MyST in the rendered notebook: {raw[:5]}"
+
+
+def test_prose_shows_the_computed_numbers(page):
+    values = _eval_values(ROOT / "chapters" / CHAPTER)
+    assert values, "the chapter quotes no computed number"
+    text = " ".join(page.locator(".jp-MarkdownCell").all_text_contents())
+    missing = {name: v for name, v in values.items() if v not in text}
+    assert not missing, f"numbers not shown in the prose: {missing}"
+
+
+def test_no_output_shows_an_error(page):
+    outputs = " ".join(page.locator(".jp-OutputArea-output").all_text_contents())
+    assert "Error displaying widget" not in outputs
+    assert "Traceback" not in outputs
+    assert page.locator(".jp-OutputArea-output[data-mime-type="
+                        "'application/vnd.jupyter.error']").count() == 0
+
+
+def _explorer_state(explorer) -> tuple[str, str]:
+    image = explorer.locator(".jp-OutputArea-output img").first.get_attribute("src") or ""
+    readouts = " ".join(explorer.locator(".widget-readout, input[type=checkbox]")
+                        .evaluate_all("els => els.map(e => e.type === 'checkbox' ? "
+                                      "String(e.checked) : e.textContent)"))
+    return image, readouts
+
+
+def test_each_explorer_control_redraws_the_figure(page, capsys):
+    explorer = page.locator(".widget-vbox", has=page.locator(".widget-slider")).filter(
+        has_text="scale c").first
+    explorer.wait_for()
+    explorer.scroll_into_view_if_needed()
+    controls = [("scale c", explorer.locator(".widget-slider", has_text="scale c")
+                 .locator(".noUi-handle")),
+                ("d_k", explorer.locator(".widget-slider", has_text="d_k")
+                 .locator(".noUi-handle")),
+                ("divide by sqrt(d_k)", explorer.locator("input[type=checkbox]"))]
+    times = {}
+    for name, control in controls:
+        before = _explorer_state(explorer)
+        assert before[0], "the explorer shows no figure"
+        control.focus()
+        start = time.perf_counter()
+        page.keyboard.press("Space" if name.startswith("divide") else "ArrowRight")
+        page.wait_for_function(
+            """([box, image]) => {
+                 const img = box.querySelector('.jp-OutputArea-output img');
+                 return img && img.getAttribute('src') !== image;
+               }""", arg=[explorer.element_handle(), before[0]], timeout=30_000)
+        times[name] = time.perf_counter() - start
+        after = _explorer_state(explorer)
+        assert after[0] != before[0], f"moving {name} did not change the figure"
+        assert after[1] != before[1], f"moving {name} did not change its readout"
+    with capsys.disabled():
+        print("\nJupyterLab redraw after a key press: "
+              + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
