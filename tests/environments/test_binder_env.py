@@ -49,6 +49,12 @@ RUNNER = textwrap.dedent("""
 """)
 
 
+def _clean_env() -> dict[str, str]:
+    """This process's environment without what would leak our .venv or test set-up."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")}
+
+
 def _tracked_files() -> list[str]:
     out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
                          capture_output=True).stdout.decode()
@@ -67,7 +73,7 @@ def binder_env(tmp_path_factory) -> tuple[Path, Path]:
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")}
+    env = _clean_env()
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                     "-r", "binder/requirements.txt"], cwd=repo, check=True, env=env)
     return python, repo
@@ -85,8 +91,7 @@ def test_binder_environment_has_no_build_or_test_tools(binder_env):
 
 
 def _run(python: Path, notebook: Path) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")}
+    env = _clean_env()
     result = subprocess.run([str(python), "-c", RUNNER, str(notebook)], capture_output=True,
                             text=True, cwd=notebook.parent, env=env)
     assert result.returncode == 0, f"{notebook.name} failed:\n{result.stderr[-4000:]}"
