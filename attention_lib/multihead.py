@@ -22,21 +22,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
+from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe, positive_int
 from .attention import scaled_dot_product_attention
 
 __all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
-
-
-def _positive_int(value: object, name: str) -> int:
-    """``value`` as a Python int, or a TypeError/ValueError naming ``name``."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name}={value!r}; expected a positive integer")
-    if value < 1:
-        raise ValueError(f"{name}={value}; expected a positive integer")
-    return int(value)
 
 
 def _check_divisible(d_model: int, num_heads: int) -> int:
@@ -89,7 +80,7 @@ def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
            [8., 9.]])
     """
     x = as_real_array(x, "x", min_ndim=2)
-    num_heads = _positive_int(num_heads, "num_heads")
+    num_heads = positive_int(num_heads, "num_heads")
     *lead, n, d_model = x.shape
     try:
         d_head = _check_divisible(d_model, num_heads)
@@ -204,8 +195,8 @@ class MultiHeadAttention:
     def __init__(
         self, d_model: int, num_heads: int, *, rng: np.random.Generator | None = None
     ) -> None:
-        d_model = _positive_int(d_model, "d_model")
-        num_heads = _positive_int(num_heads, "num_heads")
+        d_model = positive_int(d_model, "d_model")
+        num_heads = positive_int(num_heads, "num_heads")
         d_head = _check_divisible(d_model, num_heads)
         if rng is None:
             rng = np.random.default_rng()

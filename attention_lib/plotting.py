@@ -16,6 +16,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 from numpy.typing import ArrayLike
 
+from ._validation import positive_int
+
 __all__ = ["attention_heatmap", "attention_shape_flow", "mask_heatmap", "weights_bar"]
 
 
@@ -303,9 +305,8 @@ def attention_shape_flow(
     """
     dims = {"n_q": n_q, "n_k": n_k, "d_k": d_k, "d_v": d_v}
     for name, value in dims.items():
-        if not isinstance(value, int | np.integer) or isinstance(value, bool):
-            raise TypeError(f"{name}={value!r}; expected a positive integer")
-        if not 1 <= value <= 32:
+        positive_int(value, name)
+        if value > 32:
             raise ValueError(
                 f"{name}={value}; expected 1 <= {name} <= 32 (one square per entry is drawn)"
             )

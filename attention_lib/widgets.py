@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array
+from ._validation import as_real_array, check_flag, positive_int
 from .attention import project_qkv
 from .plotting import attention_heatmap, weights_bar
 from .saturation import saturation_stats
@@ -353,14 +353,6 @@ def projection_scale_explorer(
 _DK_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
 
 
-def _positive_int(value: Any, name: str, minimum: int) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool):
-        raise TypeError(f"{name}={value!r}; expected an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value}; expected an integer >= {minimum}")
-    return int(value)
-
-
 def saturation_scores(
     d_k: int,
     *,
@@ -412,12 +404,11 @@ def saturation_scores(
     >>> bool(np.allclose(saturation_scores(64, scale=3.0), 3 * s))
     True
     """
-    d_k = _positive_int(d_k, "d_k", 1)
-    n_keys = _positive_int(n_keys, "n_keys", 2)
+    d_k = positive_int(d_k, "d_k", minimum=1)
+    n_keys = positive_int(n_keys, "n_keys", minimum=2)
     c = float(as_real_array(scale, "scale", min_ndim=0))
-    if not isinstance(divide_by_sqrt_dk, bool | np.bool_):
-        raise TypeError(f"divide_by_sqrt_dk={divide_by_sqrt_dk!r}; expected True or False")
-    rng = np.random.default_rng([_positive_int(seed, "seed", 0), d_k])
+    divide_by_sqrt_dk = check_flag(divide_by_sqrt_dk, "divide_by_sqrt_dk")
+    rng = np.random.default_rng([positive_int(seed, "seed", minimum=0), d_k])
     q = rng.standard_normal(d_k)  # (d_k,)
     k = rng.standard_normal((n_keys, d_k))  # (n_keys, d_k)
     scores = k @ q  # (n_keys,)
@@ -486,7 +477,7 @@ def saturation_grid(
     >>> plt.close(fig)
     """
     c = as_real_array(scales, "scales", min_ndim=1)
-    dims = [_positive_int(int(d) if float(d).is_integer() else d, "d_ks", 1)
+    dims = [positive_int(int(d) if float(d).is_integer() else d, "d_ks", minimum=1)
             for d in as_real_array(d_ks, "d_ks", min_ndim=1)]
     cols = max(len(c), len(dims))
     fig, axes = plt.subplots(2, cols, figsize=(2.2 * cols, 6.6), layout="constrained",

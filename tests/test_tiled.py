@@ -108,8 +108,9 @@ def test_a_large_problem_uses_the_default_thread_pool(monkeypatch):
     q, k, v = random_qkv(7, (4,), 800, 800, d_k=8, d_v=4, dtype=np.float32)
     got = tiled_attention(q, k, v, causal=True)
     np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
-    if tiled.blas_thread_control_available() and tiled._available_cpus() > 1:
-        assert len(pools) == 1 and pools[0] >= 2
+    if not tiled._numpy_blas() or tiled._available_cpus() < 2:
+        pytest.skip("one CPU, or a BLAS that threadpoolctl cannot control: no thread pool")
+    assert len(pools) == 1 and pools[0] >= 2
     small = tiled_attention(q[:, :100], k[:, :100], v[:, :100], causal=True)
     assert small.shape == (4, 100, 4) and len(pools) <= 1  # small problems stay serial
 
@@ -193,15 +194,28 @@ def test_causal_with_more_queries_than_keys():
     assert tiled_attention(np.ones((5, 4)), np.ones((3, 4)), np.ones((3, 2))).shape == (5, 2)
 
 
-@pytest.mark.parametrize("block_size", [0, -1, (4,), (4, 0), 2.5, True, (4, 4, 4)])
-def test_bad_block_size(block_size):
-    with pytest.raises(ValueError, match="block_size="):
+@pytest.mark.parametrize(
+    ("block_size", "error", "message"),
+    [
+        (0, ValueError, r"block_size\[0\]=0; expected a positive integer"),
+        (-1, ValueError, r"block_size\[0\]=-1; expected a positive integer"),
+        ((4,), ValueError, r"block_size=\(4,\); expected a positive integer or a pair"),
+        ((4, 0), ValueError, r"block_size\[1\]=0; expected a positive integer"),
+        (2.5, TypeError, r"block_size\[0\]=2.5; expected a positive integer"),
+        (True, TypeError, r"block_size\[0\]=True; expected a positive integer"),
+        ((4, 4, 4), ValueError, r"block_size=\(4, 4, 4\); expected"),
+    ],
+)
+def test_bad_block_size(block_size, error, message):
+    with pytest.raises(error, match=message):
         tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), block_size=block_size)
 
 
-@pytest.mark.parametrize("workers", [0, -2, 1.5, True])
-def test_bad_workers(workers):
-    with pytest.raises(ValueError, match="workers="):
+@pytest.mark.parametrize(
+    ("workers", "error"), [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_bad_workers(workers, error):
+    with pytest.raises(error, match=rf"^workers={workers!r}; expected a positive integer"):
         tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), workers=workers)
 
 
@@ -213,14 +227,12 @@ def test_scores_that_overflow_are_reported():
 
 
 # --------------------------------------------------------------------------------------
-# plain attention's causal path, which works on blocks of 128 query rows
+# causal attention on sequences longer than one tile
 # --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n_q", "n_k"), [(130, 130), (70, 200), (200, 201), (300, 300)])
-def test_plain_causal_attention_on_sequences_longer_than_one_row_block(n_q, n_k):
-    # scaled_dot_product_attention skips the future 128 query rows at a time;
-    # check it (and tiled_attention) against the reference beyond one block.
+def test_causal_attention_on_sequences_longer_than_one_tile(n_q, n_k):
     q, k, v = random_qkv(n_q + n_k, (2,), n_q, n_k, d_k=8, d_v=3)
     expected = reference_attention(q, k, v, causal=True)
     out, w = scaled_dot_product_attention(q, k, v, causal=True)
@@ -252,28 +264,64 @@ def test_plain_causal_attention_in_float32_stays_float32():
 
 
 # --------------------------------------------------------------------------------------
-# the BLAS thread control that the thread pool relies on
+# numpy's BLAS thread count while the thread pool runs
 # --------------------------------------------------------------------------------------
 
 
-def test_single_threaded_blas_restores_the_thread_count_after_nesting():
-    from attention_lib import _blas
+def _blas_or_skip():
+    import attention_lib.tiled as tiled
 
-    functions = _blas._openblas_functions()
-    if functions is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS whose threads can be set")
-    get, set_ = functions
-    before = get()
+    libraries = tiled._numpy_blas()
+    if not libraries:
+        pytest.skip("numpy's BLAS is not one that threadpoolctl can control")
+    return tiled, libraries[0]
+
+
+def test_one_blas_thread_restores_the_thread_count_after_nesting():
+    tiled, blas = _blas_or_skip()
+    before = blas.get_num_threads()
     try:
-        set_(2)
-        with _blas.single_threaded_blas():
-            assert get() == 1
-            with _blas.single_threaded_blas():
-                assert get() == 1
-            assert get() == 1  # the outer block is still running
-        assert get() == 2
-        with pytest.raises(RuntimeError), _blas.single_threaded_blas():
+        blas.set_num_threads(2)
+        with tiled._one_blas_thread():
+            assert blas.get_num_threads() == 1
+            with tiled._one_blas_thread():
+                assert blas.get_num_threads() == 1
+            assert blas.get_num_threads() == 1  # the outer block is still running
+        assert blas.get_num_threads() == 2
+        with pytest.raises(RuntimeError), tiled._one_blas_thread():
             raise RuntimeError("an error inside the block")
-        assert get() == 2  # restored on the way out of an exception too
+        assert blas.get_num_threads() == 2  # restored on the way out of an exception too
     finally:
-        set_(before)
+        blas.set_num_threads(before)
+
+
+def test_a_thread_count_set_meanwhile_is_kept():
+    tiled, blas = _blas_or_skip()
+    before = blas.get_num_threads()
+    try:
+        blas.set_num_threads(2)
+        with tiled._one_blas_thread():
+            blas.set_num_threads(3)  # the user's own change while the pool runs
+        assert blas.get_num_threads() == 3
+    finally:
+        blas.set_num_threads(before)
+
+
+def test_one_worker_leaves_blas_alone(monkeypatch):
+    tiled, blas = _blas_or_skip()
+    seen = []
+    original = tiled._attend_query_block
+
+    def recording(*args):
+        seen.append(blas.get_num_threads())
+        return original(*args)
+
+    monkeypatch.setattr(tiled, "_attend_query_block", recording)
+    before = blas.get_num_threads()
+    q, k, v = random_qkv(11, (2,), 40, 40)
+    tiled_attention(q, k, v, block_size=8, workers=1)
+    assert seen and set(seen) == {before}
+    serial_tiles = len(seen)
+    tiled_attention(q, k, v, block_size=8, workers=2)
+    assert set(seen[serial_tiles:]) == {1}  # the pool ran with one BLAS thread
+    assert blas.get_num_threads() == before
