@@ -1,4 +1,6 @@
-r"""Counting the cost of attention: FLOPs, bytes, and measured time.
+r"""Counting the cost of attention in closed form: FLOPs and bytes.
+
+Measuring (timers, fits, stored benchmark results) lives in :mod:`attention_lib.measure`.
 
 Conventions used throughout:
 
@@ -17,27 +19,23 @@ Conventions used throughout:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, DTypeLike
+from numpy.typing import DTypeLike
 
-from ._validation import as_real_array, check_flag, describe, positive_int
+from ._validation import check_flag, positive_int
 
 __all__ = [
     "AttentionFlops",
     "DecodeCost",
     "LayerFlops",
     "attention_flops",
-    "best_time",
     "causal_pairs",
     "decode_step_multiplications",
     "generation_multiplications",
     "kv_cache_bytes",
     "layer_flops",
-    "power_law_fit",
     "rnn_flops",
     "score_matrix_bytes",
 ]
@@ -282,85 +280,6 @@ def score_matrix_bytes(n_q: int, n_k: int, dtype: DTypeLike = np.float32) -> int
     """
     n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
     return n_q * n_k * np.dtype(dtype).itemsize
-
-
-def best_time(
-    fn: Callable[[], Any], *, repeat: int = 5, timer: Callable[[], float] = time.perf_counter
-) -> float:
-    """Shortest wall-clock time of ``repeat`` calls of ``fn``, in seconds.
-
-    Parameters
-    ----------
-    fn : callable taking no arguments
-    repeat : int, default 5
-    timer : callable returning seconds, default ``time.perf_counter``
-
-    Returns
-    -------
-    float
-
-    Notes
-    -----
-    The minimum is the least disturbed measurement: other processes and
-    caches can only make a call slower. Times vary between machines and runs;
-    never treat them as exact.
-
-    Examples
-    --------
-    >>> ticks = iter([0.0, 3.0, 10.0, 11.0])          # a fake clock
-    >>> best_time(lambda: None, repeat=2, timer=lambda: next(ticks))
-    1.0
-    """
-    if not callable(fn):
-        raise TypeError(f"fn is {type(fn).__name__}; expected a callable with no arguments")
-    repeat = positive_int(repeat, "repeat")
-    best = float("inf")
-    for _ in range(repeat):
-        start = timer()
-        fn()
-        best = min(best, timer() - start)
-    return best
-
-
-def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
-    r"""Fit :math:`y = c\, x^p` by least squares on a log-log scale.
-
-    Parameters
-    ----------
-    x, y : array_like, shape (m,)
-        Positive values, at least two distinct ``x``.
-
-    Returns
-    -------
-    exponent : float
-        :math:`p`, the slope of :math:`\log y` against :math:`\log x`.
-    prefactor : float
-        :math:`c`.
-
-    Notes
-    -----
-    .. math:: \log y = p \log x + \log c,
-
-    fitted with ``np.polyfit(log x, log y, 1)``. Doubling :math:`x`
-    multiplies :math:`y` by :math:`2^p`.
-
-    Examples
-    --------
-    >>> p, c = power_law_fit([1, 2, 4], [3, 12, 48])
-    >>> round(p, 6), round(c, 6)
-    (2.0, 3.0)
-    """
-    x = as_real_array(x, "x")
-    y = as_real_array(y, "y")
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"x has {describe(x)} and y {describe(y)}; expected two equal 1-D arrays")
-    for name, a in (("x", x), ("y", y)):
-        if (a <= 0).any():
-            raise ValueError(f"{name} has non-positive values; a power law needs positive data")
-    if np.unique(x).size < 2:
-        raise ValueError("x has fewer than two distinct values; cannot fit a slope")
-    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
-    return float(slope), float(np.exp(intercept))
 
 
 # --------------------------------------------------------------------------------------
