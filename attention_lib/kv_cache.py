@@ -159,6 +159,12 @@ class KVCache:
                 f"k has {describe(k)} but v has {describe(v)}; expected the same leading "
                 "axes and number of positions m (k.shape[:-1] == v.shape[:-1])"
             )
+        if k.dtype.kind == v.dtype.kind == "f" and k.dtype != v.dtype:
+            raise TypeError(
+                f"k has dtype {k.dtype} but v has dtype {v.dtype}; expected keys and values "
+                f"of one dtype (the cache would silently hold {common_float_dtype(k, v)}); "
+                "convert one of them with .astype"
+            )
         dtype = common_float_dtype(k, v)
         m = k.shape[-2]
         if self._k is None:

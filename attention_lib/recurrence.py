@@ -161,7 +161,7 @@ def rnn_forward(
     >>> h = rnn_forward([[1.0], [0.0]], [[0.5]], [[1.0]])
     >>> h.round(4)                     # tanh(1), then tanh(0.5 tanh(1))
     array([[0.7616],
-           [0.3635]])
+           [0.3634]])
     """
     x, w, u, h0 = _rnn_inputs(x, w, u, h0)
     drive = x @ u.T  # (n, d_in) @ (d_in, d_h) -> (n, d_h): U x_t for every t at once

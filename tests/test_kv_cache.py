@@ -217,3 +217,12 @@ def test_keys_and_values_cannot_be_made_writeable():
             view.flags.writeable = True
         with pytest.raises(ValueError):
             view[0, 0] = 5.0
+
+
+def test_keys_and_values_of_different_float_dtypes_are_refused():
+    cache = KVCache()
+    with pytest.raises(TypeError, match=r"^k has dtype float32 but v has dtype float64"):
+        cache.append(np.ones((2, 4), np.float32), np.ones((2, 4), np.float64))
+    assert len(cache) == 0 and cache.dtype is None  # nothing was stored
+    cache.append(np.ones((2, 4), np.float32), np.ones((2, 4), np.float32))
+    assert cache.dtype == np.float32

@@ -325,3 +325,68 @@ def test_one_worker_leaves_blas_alone(monkeypatch):
     tiled_attention(q, k, v, block_size=8, workers=2)
     assert set(seen[serial_tiles:]) == {1}  # the pool ran with one BLAS thread
     assert blas.get_num_threads() == before
+
+
+# --------------------------------------------------------------------------------------
+# unusual but legitimate input
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_k", [100, 70000])
+def test_float16_is_accumulated_in_float32(n_k):
+    # Equal scores: the output is the mean of v. A float16 accumulator of 100 values of
+    # 1000 overflows (inf), and 70000 ones overflow the row sum (NaN).
+    q = np.zeros((1, 4), np.float16)
+    k = np.zeros((n_k, 4), np.float16)
+    v = np.full((n_k, 2), 1000.0, np.float16)
+    out = tiled_attention(q, k, v, block_size=(1, 512))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, [[1000.0, 1000.0]])
+
+
+def test_float16_agrees_with_the_float64_reference():
+    q, k, v = random_qkv(1616, (2,), 60, 60, dtype=np.float16)
+    got = tiled_attention(q, k, v, causal=True, block_size=(16, 24))
+    assert got.dtype == np.float16
+    expected = reference_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=5e-3)
+
+
+def test_the_callers_error_state_does_not_matter():
+    q, k, v = random_qkv(12, (), 30, 30, d_k=4, scale=30.0)  # scores far apart: exp underflows
+    with np.errstate(all="raise"):
+        got = tiled_attention(q, k, v, causal=True, block_size=(8, 8), workers=1)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=1e-10)
+
+
+def test_masked_arrays_are_refused():
+    q = np.ma.masked_array(np.ones((2, 3)), mask=False)
+    with pytest.raises(TypeError, match=r"^q is a numpy masked array"):
+        tiled_attention(q, np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_overflow_message_names_batch_query_and_key():
+    q = np.ones((2, 3, 2))
+    q[1, 2] = 1e200
+    k = np.full((4, 2), 1e200)
+    with pytest.raises(ValueError, match=r"overflow float64: the score at \(\.\.\., query, key\) "
+                                         r"index \(1, 2, 0\) is not finite"):
+        tiled_attention(q, k, np.ones((4, 1)), block_size=2, workers=1)
+
+
+def test_causal_tiles_build_no_score_matrix():
+    import tracemalloc
+
+    n = 2048
+    q, k, v = random_qkv(13, (), n, n, d_k=8, d_v=8, dtype=np.float32)
+    tracemalloc.start()
+    out = tiled_attention(q, k, v, causal=True, workers=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak - out.nbytes < n * n // 4  # far below even a boolean n x n mask
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_online_softmax_row_keeps_the_dtype(dtype):
+    trace = online_softmax_row([np.array([1.0, 2.0], dtype)], [np.ones((2, 3), dtype)])
+    assert trace.output.dtype == trace.running_max.dtype == trace.running_sum.dtype == dtype
