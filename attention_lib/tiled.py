@@ -243,7 +243,7 @@ def _strict_upper(rows: int) -> np.ndarray:
 
 def _raise_overflow(s: np.ndarray, index: tuple[int, ...], i0: int, start: int) -> None:
     """Raise the same ``ValueError`` as :func:`scaled_dot_product_attention` for a bad tile."""
-    count, (row, col) = first_true(~np.isfinite(s))
+    _, (row, col) = first_true(~np.isfinite(s))
     raise ValueError(
         f"the scores q . k / sqrt(d_k) overflow {s.dtype}: the score at (..., query, key) "
         f"index {(*index, i0 + row, start + col)} is not finite; expected inputs whose dot "
@@ -251,10 +251,60 @@ def _raise_overflow(s: np.ndarray, index: tuple[int, ...], i0: int, start: int) 
     )
 
 
+class _Head(NamedTuple):
+    """One (batch, head) entry, prepared once for all its query tiles.
+
+    ``k_aug`` carries an extra column of ones: a query row ``[q_i, -m_i]``
+    times ``k_aug`` gives ``q_i . k_j - m_i`` in the product itself, which
+    saves a pass over every score tile.
+    """
+
+    q: np.ndarray  # (n_q, d_k), a view of the input
+    scale: float  # 1 / sqrt(d_k)
+    q_norm: np.ndarray  # (n_q,), |q_i| / sqrt(d_k)
+    m0: np.ndarray  # (n_q,), the score of one key each query sees: a start for m
+    k_aug: np.ndarray  # (n_k, d_k + 1), [k | 1]
+    k_norm_max: np.ndarray  # (n_blocks,), the largest |k_j| in each key block
+    v: np.ndarray  # (n_k, d_v), a view of the input
+    ones: np.ndarray  # (n_k,): P @ ones is the row sums of P (a BLAS product, faster than sum)
+
+
+def _prepare_head(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
+                  block_k: int) -> _Head:
+    n_q, d_k = q.shape
+    n_k = k.shape[0]
+    scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
+    k_aug = np.empty((n_k, d_k + 1), dtype=q.dtype)  # (n_k, d_k + 1)
+    k_aug[:, :d_k] = k
+    k_aug[:, d_k] = 1
+    k_norm = np.sqrt(np.einsum("jd,jd->j", k, k))  # (n_k,)
+    starts = np.arange(0, n_k, block_k)
+    # The score of a key every query sees: its own position under the causal rule
+    # (query i is at position i + n_k - n_q), else key 0.
+    if causal:
+        m0 = np.einsum("id,id->i", q, k[n_k - n_q:]) * scale  # (n_q,)
+    else:
+        m0 = (q @ k[0]) * scale  # (n_q,)
+    return _Head(
+        q=q,
+        scale=scale,
+        q_norm=np.sqrt(np.einsum("id,id->i", q, q)) * scale,
+        m0=m0,
+        k_aug=k_aug,
+        k_norm_max=np.maximum.reduceat(k_norm, starts),
+        v=v,
+        ones=np.ones(n_k, dtype=q.dtype),
+    )
+
+
+# Scores may exceed the reference m of their row by up to this many nats before
+# m is raised (a pass over the tile): exp of at most 16 is at most 8.9e6, far from
+# overflowing even float16's float32 accumulator, and no precision is lost.
+_RESCALE_THRESHOLD = 16.0
+
+
 def _attend_query_block(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
+    head: _Head,
     out: np.ndarray,
     index: tuple[int, ...],
     i0: int,
@@ -263,58 +313,66 @@ def _attend_query_block(
     block_k: int,
     check_overflow: bool,
 ) -> None:
-    """Write rows ``i0:i1`` of the output of one (batch, head) entry ``index`` into ``out``.
+    """Write rows ``i0:i1`` of one (batch, head) entry's output into ``out`` (n_q, d_v).
 
-    ``q`` (n_q, d_k), ``k`` (n_k, d_k), ``v`` (n_k, d_v) and ``out`` (n_q, d_v)
-    are 2-D views in the computing dtype. Only ``(i1 - i0) x block_k`` scores
-    exist at any time.
+    Only ``(i1 - i0) x block_k`` scores exist at any time.
     """
-    n_q, d_k = q.shape
-    n_k = k.shape[0]
+    n_q, d_k = head.q.shape
+    n_k = head.k_aug.shape[0]
     rows = i1 - i0
-    q_tile = q[i0:i1] * (1.0 / math.sqrt(d_k))  # (b_q, d_k); Python float keeps float32
-
     # Key spans to visit, as (start, stop, on_diagonal). Under the causal rule
     # query i sits at position i + n_k - n_q: the keys before the first query's
     # position are visible to every row of the tile (no mask), the next `rows`
     # keys form a lower-triangular tile, and later keys are skipped entirely.
     if causal:
         diagonal = i0 + (n_k - n_q)
-        spans = [(diagonal, diagonal + rows, True)]  # first: every row has a finite max
-        spans += [(j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
+        spans = [(j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
+        spans.append((diagonal, diagonal + rows, True))
     else:
         spans = [(j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
 
+    # The reference m of each row: a score the row really has, so that the sum l
+    # below holds a term exp(0) = 1 and cannot underflow; raised when a tile's
+    # scores exceed it by more than the threshold.
+    m = head.m0[i0:i1].copy()  # (b_q,)
+    q_aug = np.empty((rows, d_k + 1), dtype=head.q.dtype)  # (b_q, d_k + 1), [q | -m]
+    np.multiply(head.q[i0:i1], head.scale, out=q_aug[:, :d_k])
+    q_aug[:, d_k] = -m
+    q_norm = head.q_norm[i0:i1]  # (b_q,)
     width = max(stop - start for start, stop, _ in spans)
-    scratch = np.empty(rows * width, dtype=q.dtype)  # holds one (b_q, b_k) tile at a time
+    scratch = np.empty(rows * width, dtype=head.q.dtype)  # one (b_q, b_k) tile at a time
     acc = out[i0:i1]  # (b_q, d_v), accumulated in place in the output
+    acc[...] = 0
     update = np.empty_like(acc)  # (b_q, d_v)
-    m = l_sum = None
+    l_sum = np.zeros(rows, dtype=head.q.dtype)  # (b_q,)
+    row_sum = np.empty_like(l_sum)
     for start, stop, on_diagonal in spans:
         s = scratch[: rows * (stop - start)].reshape(rows, stop - start)  # (b_q, b_k)
-        np.matmul(q_tile, k[start:stop].T, out=s)  # (b_q, d_k) @ (d_k, b_k)
+        np.matmul(q_aug, head.k_aug[start:stop].T, out=s)  # S - m: (b_q, d_k+1) @ (d_k+1, b_k)
         if check_overflow and not np.isfinite(s).all():
             _raise_overflow(s, index, i0, start)
         if on_diagonal:
-            np.copyto(s, -np.inf, where=_strict_upper(rows))
-        block_max = s.max(axis=1)  # (b_q,)
-        if m is None:  # first span: nothing to rescale
-            m = block_max
-            s -= m[:, None]
-            np.exp(s, out=s)
-            l_sum = s.sum(axis=1)  # (b_q,)
-            np.matmul(s, v[start:stop], out=acc)  # (b_q, b_k) @ (b_k, d_v)
+            np.copyto(s, -np.inf, where=_strict_upper(rows))  # the future keys
+            k_bound = float(head.k_norm_max[start // block_k: (stop - 1) // block_k + 1].max())
         else:
-            m_new = np.maximum(m, block_max)
-            rescale = np.exp(m - m_new)  # (b_q,), <= 1: old sums relative to the new max
-            s -= m_new[:, None]
-            np.exp(s, out=s)
-            l_sum *= rescale
-            l_sum += s.sum(axis=1)
-            acc *= rescale[:, None]
-            np.matmul(s, v[start:stop], out=update)
-            acc += update
-            m = m_new
+            k_bound = float(head.k_norm_max[start // block_k])
+        # Cauchy-Schwarz: q_i . k_j <= |q_i| max|k_j|. Only when that bound exceeds
+        # m by more than the threshold is the tile's maximum needed.
+        if (q_norm * k_bound - m > _RESCALE_THRESHOLD).any():
+            grow = s.max(axis=1)  # (b_q,), how far each row's scores exceed m
+            np.maximum(grow, 0, out=grow)
+            if grow.any():
+                s -= grow[:, None]  # every exponent <= 0 again
+                rescale = np.exp(-grow)  # (b_q,), <= 1: old sums relative to the new m
+                acc *= rescale[:, None]
+                l_sum *= rescale
+                m += grow
+                q_aug[:, d_k] = -m
+        np.exp(s, out=s)  # P = exp(S - m)
+        np.matmul(s, head.ones[start:stop], out=row_sum)  # (b_q,), the row sums of P
+        l_sum += row_sum
+        np.matmul(s, head.v[start:stop], out=update)  # (b_q, b_k) @ (b_k, d_v)
+        acc += update
     acc /= l_sum[:, None]
 
 
@@ -325,7 +383,9 @@ def _scores_may_overflow(q: np.ndarray, k: np.ndarray) -> bool:
     when that bound is far below the largest float (a factor 4 covers rounding),
     every score is finite.
     """
-    bound = math.sqrt(q.shape[-1]) * float(np.abs(q).max()) * float(np.abs(k).max())
+    q_max = max(float(q.max()), -float(q.min()))  # max |q| without an |q| temporary
+    k_max = max(float(k.max()), -float(k.min()))
+    bound = math.sqrt(q.shape[-1]) * q_max * k_max
     return bound >= 0.25 * float(np.finfo(q.dtype).max)
 
 
@@ -374,24 +434,35 @@ def tiled_attention(
     Notes
     -----
     For each tile of ``b_q`` query rows, the key blocks are visited in turn
-    and every row keeps a running maximum :math:`m`, a running sum
+    and every row keeps a reference value :math:`m`, a running sum
     :math:`\ell` and an accumulator :math:`a` (see :func:`online_softmax_row`):
 
     .. math::
 
-        S = \frac{Q_{\text{tile}} K_{\text{block}}^{\mathsf T}}{\sqrt{d_k}}, \quad
-        m' = \max(m, \operatorname{rowmax} S), \quad
-        P = e^{S - m'},
+        P = e^{S - m}, \qquad
+        \ell \leftarrow \ell + \operatorname{rowsum} P, \qquad
+        a \leftarrow a + P V_{\text{block}},
+        \qquad S = \frac{Q_{\text{tile}} K_{\text{block}}^{\mathsf T}}{\sqrt{d_k}},
 
-        \ell \leftarrow e^{m - m'}\,\ell + \operatorname{rowsum} P, \quad
-        a \leftarrow e^{m - m'}\,a + P V_{\text{block}}, \quad m \leftarrow m',
+    and the output rows are :math:`a / \ell`. The recurrence of
+    :func:`online_softmax_row` raises :math:`m` to the running maximum at
+    every block; here :math:`m` starts at a score the row really has (its own
+    key under ``causal``, else key 0) and is raised, with :math:`\ell` and
+    :math:`a` multiplied by :math:`e^{m - m'}`, only when a block's scores
+    could exceed it by more than 16 (by Cauchy-Schwarz,
+    :math:`q_i \cdot k_j \le |q_i|\,\max_j |k_j|`). The result is the same,
+    since :math:`a / \ell` does not depend on :math:`m`; no exponent exceeds
+    16, so nothing overflows, and :math:`\ell \ge 1`, so nothing underflows.
+    This spares the maximum and the subtraction over most tiles (the
+    subtraction of :math:`m` happens inside the product
+    :math:`[q_i, -m_i] \cdot [k_j, 1]`), leaving two matrix products and one
+    ``exp`` per score. Under ``causal`` the tile on the diagonal is masked
+    (its upper triangle set to :math:`-\infty`) and tiles in the future of
+    every row are skipped.
 
-    and the output rows are :math:`a / \ell`. Under ``causal`` the tile on
-    the diagonal is masked (its upper triangle set to :math:`-\infty`) and
-    visited first, so every row starts from a finite maximum.
-
-    Memory beyond the output is :math:`O(b_q \cdot b_k)` per worker instead of
-    :math:`O(n_q \cdot n_k)`; the arithmetic is the same as plain attention.
+    Memory beyond the output is :math:`O(b_q \cdot b_k)` per worker plus a
+    copy of the keys of the heads in progress, instead of
+    :math:`O(n_q \cdot n_k)`; the arithmetic is that of plain attention.
 
     Examples
     --------
@@ -421,20 +492,31 @@ def tiled_attention(
     k_all = np.broadcast_to(k, (*batch, n_k, d_k))
     v_all = np.broadcast_to(v, (*batch, n_k, d_v))
     check_overflow = _scores_may_overflow(q, k)
-    tasks = [
-        (index, i0, min(i0 + block_q, n_q))
-        for index in np.ndindex(batch)
-        for i0 in range(0, n_q, block_q)
-    ]
-    if causal:  # longest first: later query blocks see more keys
-        tasks.sort(key=lambda task: -task[1])
+    # Head by head (so that few heads are prepared at once), and within a head
+    # under the causal rule the longest query blocks (the last) first.
+    starts = range(0, n_q, block_q)
+    tasks = [(index, i0, min(i0 + block_q, n_q)) for index in np.ndindex(batch)
+             for i0 in (reversed(starts) if causal else starts)]
+    heads: dict[tuple[int, ...], _Head] = {}
+    pending = dict.fromkeys(np.ndindex(batch), len(starts))  # query blocks left per head
+    heads_lock = threading.Lock()
 
     def run(task: tuple[tuple[int, ...], int, int]) -> None:
         index, i0, i1 = task
-        # Only harmless events remain (exp underflowing to 0): ignore the caller's errstate.
+        # Overflowing scores are reported as a ValueError (check_overflow); what remains
+        # is harmless (exp underflowing to 0): the caller's errstate does not apply.
+        with heads_lock, np.errstate(all="ignore"):
+            if index not in heads:
+                heads[index] = _prepare_head(q_all[index], k_all[index], v_all[index],
+                                             causal, block_k)
+            head = heads[index]
         with np.errstate(all="ignore"):
-            _attend_query_block(q_all[index], k_all[index], v_all[index], out[index],
-                                index, i0, i1, causal, block_k, check_overflow)
+            _attend_query_block(head, out[index], index, i0, i1, causal, block_k,
+                                check_overflow)
+        with heads_lock:
+            pending[index] -= 1
+            if pending[index] == 0:
+                del heads[index]  # its (n_k, d + 1) copies are no longer needed
 
     n_scores = math.prod(batch) * n_q * n_k // (2 if causal else 1)
     if workers is None:
