@@ -234,9 +234,9 @@ def _one_blas_thread() -> Iterator[None]:
 
 
 @functools.cache
-def _strict_upper(rows: int) -> np.ndarray:
-    """Boolean (rows, rows), True above the diagonal: the future keys of a diagonal tile."""
-    upper = ~np.tri(rows, rows, dtype=bool)
+def _future(rows: int, cols: int) -> np.ndarray:
+    """Boolean (rows, cols), True above the diagonal: the future keys of a diagonal tile."""
+    upper = ~np.tri(rows, cols, dtype=bool)
     upper.flags.writeable = False
     return upper
 
@@ -320,16 +320,22 @@ def _attend_query_block(
     n_q, d_k = head.q.shape
     n_k = head.k_aug.shape[0]
     rows = i1 - i0
-    # Key spans to visit, as (start, stop, on_diagonal). Under the causal rule
-    # query i sits at position i + n_k - n_q: the keys before the first query's
-    # position are visible to every row of the tile (no mask), the next `rows`
-    # keys form a lower-triangular tile, and later keys are skipped entirely.
+    # Key spans to visit, as (first row, start, stop, on_diagonal): rows first:
+    # of the tile meet keys start:stop. Under the causal rule query i sits at
+    # position i + n_k - n_q: the keys before the first query's position are
+    # visible to every row of the tile (no mask), the next `rows` keys form a
+    # lower-triangular tile, and later keys are skipped entirely. The triangle
+    # is cut in two: all rows meet its first half of keys, only the second half
+    # of the rows meets the second half (a quarter of the tile is never computed).
     if causal:
         diagonal = i0 + (n_k - n_q)
-        spans = [(j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
-        spans.append((diagonal, diagonal + rows, True))
+        spans = [(0, j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
+        half = rows // 2
+        if half:
+            spans.append((0, diagonal, diagonal + half, True))
+        spans.append((half, diagonal + half, diagonal + rows, True))
     else:
-        spans = [(j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
+        spans = [(0, j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
 
     # The reference m of each row: a score the row really has, so that the sum l
     # below holds a term exp(0) = 1 and cannot underflow; raised when a tile's
@@ -339,40 +345,41 @@ def _attend_query_block(
     np.multiply(head.q[i0:i1], head.scale, out=q_aug[:, :d_k])
     q_aug[:, d_k] = -m
     q_norm = head.q_norm[i0:i1]  # (b_q,)
-    width = max(stop - start for start, stop, _ in spans)
+    width = max(stop - start for _, start, stop, _ in spans)
     scratch = np.empty(rows * width, dtype=head.q.dtype)  # one (b_q, b_k) tile at a time
     acc = out[i0:i1]  # (b_q, d_v), accumulated in place in the output
     acc[...] = 0
     update = np.empty_like(acc)  # (b_q, d_v)
     l_sum = np.zeros(rows, dtype=head.q.dtype)  # (b_q,)
     row_sum = np.empty_like(l_sum)
-    for start, stop, on_diagonal in spans:
-        s = scratch[: rows * (stop - start)].reshape(rows, stop - start)  # (b_q, b_k)
-        np.matmul(q_aug, head.k_aug[start:stop].T, out=s)  # S - m: (b_q, d_k+1) @ (d_k+1, b_k)
+    for first, start, stop, on_diagonal in spans:
+        r = slice(first, rows)  # the rows of the tile that meet these keys
+        s = scratch[: (rows - first) * (stop - start)].reshape(rows - first, stop - start)
+        np.matmul(q_aug[r], head.k_aug[start:stop].T, out=s)  # S - m: (b, d_k+1) @ (d_k+1, b_k)
         if check_overflow and not np.isfinite(s).all():
-            _raise_overflow(s, index, i0, start)
+            _raise_overflow(s, index, i0 + first, start)
         if on_diagonal:
-            np.copyto(s, -np.inf, where=_strict_upper(rows))  # the future keys
+            np.copyto(s, -np.inf, where=_future(rows - first, stop - start))  # future keys
             k_bound = float(head.k_norm_max[start // block_k: (stop - 1) // block_k + 1].max())
         else:
             k_bound = float(head.k_norm_max[start // block_k])
         # Cauchy-Schwarz: q_i . k_j <= |q_i| max|k_j|. Only when that bound exceeds
         # m by more than the threshold is the tile's maximum needed.
-        if (q_norm * k_bound - m > _RESCALE_THRESHOLD).any():
-            grow = s.max(axis=1)  # (b_q,), how far each row's scores exceed m
+        if (q_norm[r] * k_bound - m[r] > _RESCALE_THRESHOLD).any():
+            grow = s.max(axis=1)  # how far each row's scores exceed m
             np.maximum(grow, 0, out=grow)
             if grow.any():
                 s -= grow[:, None]  # every exponent <= 0 again
-                rescale = np.exp(-grow)  # (b_q,), <= 1: old sums relative to the new m
-                acc *= rescale[:, None]
-                l_sum *= rescale
-                m += grow
-                q_aug[:, d_k] = -m
+                rescale = np.exp(-grow)  # <= 1: the old sums relative to the new m
+                acc[r] *= rescale[:, None]
+                l_sum[r] *= rescale
+                m[r] += grow
+                q_aug[r, d_k] = -m[r]
         np.exp(s, out=s)  # P = exp(S - m)
-        np.matmul(s, head.ones[start:stop], out=row_sum)  # (b_q,), the row sums of P
-        l_sum += row_sum
-        np.matmul(s, head.v[start:stop], out=update)  # (b_q, b_k) @ (b_k, d_v)
-        acc += update
+        np.matmul(s, head.ones[start:stop], out=row_sum[r])  # the row sums of P
+        l_sum[r] += row_sum[r]
+        np.matmul(s, head.v[start:stop], out=update[r])  # (b, b_k) @ (b_k, d_v)
+        acc[r] += update[r]
     acc /= l_sum[:, None]
 
 
