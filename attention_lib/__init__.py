@@ -36,7 +36,14 @@ from .recurrence import (
     rnn_sweep,
     spectral_radius,
 )
-from .saturation import SaturationStats, entropy, saturation_stats, softmax_jacobian
+from .saturation import (
+    SaturationStats,
+    entropy,
+    projection_scale_weights,
+    saturation_scores,
+    saturation_stats,
+    softmax_jacobian,
+)
 from .softmax import softmax
 from .tiled import OnlineSoftmaxTrace, online_softmax_row, tiled_attention
 
@@ -48,9 +55,11 @@ __all__ = [
     # Chapters 2-3: queries, keys, values and the formula
     "project_qkv",
     "scaled_dot_product_attention",
+    "projection_scale_weights",
     # Chapter 4: scaling by sqrt(d_k) and softmax saturation
     "SaturationStats",
     "entropy",
+    "saturation_scores",
     "saturation_stats",
     "softmax_jacobian",
     # Chapter 5: masks

@@ -19,12 +19,6 @@ QUERIES = ["der", "Hund", "jagte"]
 KEYS = ["the", "dog", "chased", "the", "ball"]
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 def patches_by_gid(ax):
     found = {}
     for p in ax.patches:

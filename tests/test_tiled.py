@@ -1,9 +1,9 @@
 """Tests of tiled attention (online softmax over key blocks).
 
-Two references: ``scaled_dot_product_attention`` (the library's plain version,
-which materialises the whole score matrix, so the two share only input
-validation) and, independently of the library, a float64 ``einsum``
-implementation written here from the equation.
+Two references: ``scaled_dot_product_attention`` (the library's readable
+version, which materialises the whole score matrix, so the two share only input
+validation) and, independently of the library, the loop reference of
+``tests/reference.py``.
 """
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ import math
 
 import numpy as np
 import pytest
+from reference import reference_attention as loop_reference
 
 from attention_lib import online_softmax_row, scaled_dot_product_attention, tiled_attention
 
 
 def reference_attention(q, k, v, causal=False):
-    """softmax(q k^T / sqrt(d_k)) v in float64; causal queries are the last n_q positions."""
+    """The output of softmax(q k^T / sqrt(d_k)) v in float64, causal queries last.
+
+    The shared loop reference (tests/reference.py) up to 50000 scores; above
+    that, to keep the suite fast, the library's readable
+    ``scaled_dot_product_attention`` in float64, which the tests of
+    ``test_attention.py`` check against the loop reference.
+    """
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    scores = np.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
-    if causal:
-        position = np.arange(n_q)[:, None] + (n_k - n_q)
-        scores = np.where(np.arange(n_k)[None, :] > position, -np.inf, scores)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return np.einsum("...ij,...jd->...id", e / e.sum(axis=-1, keepdims=True), v)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if math.prod(batch) * q.shape[-2] * k.shape[-2] <= 50_000:
+        return loop_reference(q, k, v, causal=causal)[0]
+    return scaled_dot_product_attention(q, k, v, causal=causal)[0]
 
 
 def random_qkv(seed, lead, n_q, n_k, d_k=16, d_v=8, dtype=np.float64, scale=1.0):
