@@ -48,8 +48,10 @@ def test_bad_input(kwargs, error, match):
 def test_script_and_style_come_from_the_asset_files():
     from pathlib import Path
 
-    assets = Path(static_sliders.__file__).parent / "assets"
-    markup = static_sliders.softmax_slider([1.0, 2.0], ["a", "b"])._repr_html_()
+    import attention_lib
+
+    assets = Path(attention_lib.__file__).parent / "assets"
+    markup = softmax_slider([1.0, 2.0], ["a", "b"])._repr_html_()
     css = (assets / "softmax_slider.css").read_text(encoding="utf-8")
     js = (assets / "softmax_slider.js").read_text(encoding="utf-8")
     assert f"<style>{css}</style>" in markup
