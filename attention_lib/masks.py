@@ -42,7 +42,7 @@ def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
 
     where :math:`\ell_b` is the length of sequence :math:`b`. To hide padded
     *keys* from every query, insert a query axis and pass it as ``mask`` to
-    :func:`~attention_lib.attention.scaled_dot_product_attention`:
+    :func:`~attention_lib.scaled_dot_product_attention`:
     ``padding_mask(lengths, n)[:, None, :]`` has shape ``(batch, 1, n)`` and
     broadcasts over the queries (with a heads axis:
     ``[:, None, None, :]``). A padded *query* row is not hidden by this: it

@@ -557,7 +557,7 @@ def saturation_grid(
     d_k : int, default 64
         Key size of the top row.
     n_keys, seed : int
-        As in :func:`saturation_scores`.
+        As in :func:`attention_lib.saturation_scores`.
 
     Returns
     -------
