@@ -15,19 +15,18 @@ from . import examples
 from .attention import causal_mask, project_qkv, scaled_dot_product_attention
 from .costs import (
     attention_flops,
-    best_time,
     causal_pairs,
     decode_step_multiplications,
     generation_multiplications,
     kv_cache_bytes,
     layer_flops,
-    power_law_fit,
     rnn_flops,
     score_matrix_bytes,
 )
 from .gradients import attention_backward, softmax_jvp
 from .kv_cache import KVCache
 from .masks import padding_mask
+from .measure import best_time, cpu_description, power_law_fit, stored_benchmark
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .recurrence import (
     recurrent_matrix,
@@ -37,49 +36,67 @@ from .recurrence import (
     rnn_sweep,
     spectral_radius,
 )
-from .saturation import SaturationStats, entropy, saturation_stats, softmax_jacobian
+from .saturation import (
+    SaturationStats,
+    entropy,
+    projection_scale_weights,
+    saturation_scores,
+    saturation_stats,
+    softmax_jacobian,
+)
 from .softmax import softmax
 from .tiled import OnlineSoftmaxTrace, online_softmax_row, tiled_attention
 
 __all__ = [
-    "OnlineSoftmaxTrace",
-    "online_softmax_row",
-    "tiled_attention",
-    "KVCache",
-    "attention_backward",
-    "softmax_jvp",
-    "attention_flops",
-    "best_time",
-    "causal_pairs",
-    "costs",
-    "decode_step_multiplications",
-    "generation_multiplications",
-    "kv_cache_bytes",
-    "layer_flops",
-    "power_law_fit",
-    "recurrence",
+    # Chapter 1: softmax turns scores into weights
+    "softmax",
+    "examples",
+    "plotting",
+    # Chapters 2-3: queries, keys, values and the formula
+    "project_qkv",
+    "scaled_dot_product_attention",
+    "projection_scale_weights",
+    # Chapter 4: scaling by sqrt(d_k) and softmax saturation
+    "SaturationStats",
+    "entropy",
+    "saturation_scores",
+    "saturation_stats",
+    "softmax_jacobian",
+    # Chapter 5: masks
+    "causal_mask",
+    "padding_mask",
+    # Chapter 6: heads
+    "MultiHeadAttention",
+    "merge_heads",
+    "split_heads",
+    # Chapter 7: attention against recurrence, and what each costs
     "recurrent_matrix",
-    "rnn_flops",
     "rnn_forward",
     "rnn_jacobian_products",
     "rnn_step_jacobians",
     "rnn_sweep",
-    "score_matrix_bytes",
     "spectral_radius",
-    "MultiHeadAttention",
-    "merge_heads",
-    "split_heads",
-    "SaturationStats",
-    "causal_mask",
-    "entropy",
-    "examples",
-    "padding_mask",
-    "plotting",
-    "project_qkv",
-    "saturation_stats",
-    "scaled_dot_product_attention",
-    "softmax",
-    "softmax_jacobian",
+    "attention_flops",
+    "causal_pairs",
+    "layer_flops",
+    "rnn_flops",
+    "score_matrix_bytes",
+    "best_time",
+    "power_law_fit",
+    # Chapter 8: gradients through softmax and attention
+    "attention_backward",
+    "softmax_jvp",
+    # Chapter 9: the KV cache
+    "KVCache",
+    "decode_step_multiplications",
+    "generation_multiplications",
+    "kv_cache_bytes",
+    # Chapter 10: exact attention by tiles, and the stored benchmark
+    "OnlineSoftmaxTrace",
+    "online_softmax_row",
+    "tiled_attention",
+    "cpu_description",
+    "stored_benchmark",
 ]
 
 __version__ = "0.1.0"

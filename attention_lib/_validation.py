@@ -1,8 +1,9 @@
-"""Input checks shared by the public functions.
+"""Every input check of the public functions, once.
 
-Every public function turns its array arguments into numpy arrays here, so that
-bad input fails early with a message that names the argument, what it got and
-what was expected. Nothing in this module computes attention.
+Each public function turns its arguments into numpy arrays and plain Python
+values here, so that bad input fails early with a message that names the
+argument, what it got and what was expected. Nothing in this module computes
+attention.
 """
 
 from __future__ import annotations
@@ -10,8 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-__all__ = ["as_real_array", "as_bool_mask", "common_float_dtype", "describe"]
+__all__ = [
+    "as_bool_mask",
+    "as_real_array",
+    "check_attention_inputs",
+    "check_causal_sizes",
+    "check_flag",
+    "check_fully_masked",
+    "common_float_dtype",
+    "compute_dtype",
+    "describe",
+    "first_true",
+    "normalise_axis",
+    "positive_int",
+]
+
+FULLY_MASKED_POLICIES = ("raise", "zero")
 
 
 def describe(a: np.ndarray) -> str:
@@ -19,28 +36,58 @@ def describe(a: np.ndarray) -> str:
     return f"shape {tuple(a.shape)}, dtype {a.dtype}"
 
 
+def first_true(flags: np.ndarray) -> tuple[int, tuple[int, ...]]:
+    """How many entries of a boolean array are True, and the index of the first one.
+
+    Uses no memory proportional to the number of True entries (unlike
+    ``np.argwhere``), so error paths stay cheap on huge inputs.
+    """
+    count = int(np.count_nonzero(flags))
+    first = np.unravel_index(int(np.argmax(flags)), flags.shape) if count else ()
+    return count, tuple(int(i) for i in first)
+
+
+def _asarray(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)`` with errors that name the argument."""
+    if x is None:
+        raise TypeError(f"{name} is None; expected an array")
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a numpy masked array (np.ma); its mask would be silently ignored. "
+            "Expected a plain array: pass the data and a boolean `mask=` (True = may attend, "
+            "e.g. mask=~np.ma.getmaskarray(x)) where the function takes one"
+        )
+    try:
+        return np.asarray(x)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(
+            f"{name} could not be turned into an array ({exc}); expected a rectangular array"
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - e.g. a tensor that requires grad, or bfloat16
+        raise TypeError(
+            f"{name} of type {type(x).__name__} could not be turned into a numpy array "
+            f"({type(exc).__name__}: {exc}); expected an array of real numbers "
+            "(convert it to a numpy float32 or float64 array first)"
+        ) from exc
+
+
 def as_real_array(x: Any, name: str, *, min_ndim: int = 1) -> np.ndarray:
     """Convert ``x`` to a real, finite, non-empty numeric array or raise.
 
     Integer input is accepted (it is computed in float64 later); booleans,
-    complex numbers, strings, objects and ``None`` are refused with a
-    ``TypeError``; NaN, infinity, too few dimensions and empty axes with a
-    ``ValueError``.
+    complex numbers, dates and time spans, strings, objects, masked arrays and
+    ``None`` are refused with a ``TypeError``; NaN, infinity, too few
+    dimensions and empty axes with a ``ValueError``.
     """
-    if x is None:
-        raise TypeError(f"{name} is None; expected an array of real numbers")
-    try:
-        a = np.asarray(x)
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(f"{name} could not be turned into an array ({exc})") from exc
+    a = _asarray(x, name)
     if a.dtype == np.bool_:
         raise TypeError(
             f"{name} has dtype bool; expected real numbers (a boolean array is a mask, "
             "pass it as `mask=`)"
         )
-    if np.issubdtype(a.dtype, np.complexfloating):
+    if a.dtype.kind == "c":
         raise TypeError(f"{name} has complex dtype {a.dtype}; expected real numbers")
-    if not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+    if a.dtype.kind not in "iuf":  # not int, uint or float: timedelta64, datetime64, str, object
         raise TypeError(f"{name} has dtype {a.dtype}; expected an array of real numbers")
     if a.ndim < min_ndim:
         raise ValueError(
@@ -48,32 +95,123 @@ def as_real_array(x: Any, name: str, *, min_ndim: int = 1) -> np.ndarray:
         )
     if 0 in a.shape:
         raise ValueError(f"{name} has an empty axis ({describe(a)}); every axis must be non-empty")
-    if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all():
-        bad = np.argwhere(~np.isfinite(a))
-        first = tuple(int(i) for i in bad[0])
+    # min and max propagate NaN and reach any infinity: two reductions, no temporary.
+    if a.dtype.kind == "f" and not (np.isfinite(a.min()) and np.isfinite(a.max())):
+        count, first = first_true(~np.isfinite(a))
         raise ValueError(
-            f"{name} contains {len(bad)} NaN or infinite value(s), the first at index {first}; "
+            f"{name} contains {count} NaN or infinite value(s), the first at index {first}; "
             "expected finite numbers"
         )
     return a
 
 
 def common_float_dtype(*arrays: np.ndarray) -> np.dtype:
-    """The floating dtype to compute in: float32 stays float32, integers become float64."""
+    """The floating dtype of the result: float16/32/64 stay themselves, integers become float64."""
     dtype = np.result_type(*arrays)
-    if not np.issubdtype(dtype, np.floating):
+    if dtype.kind != "f":
         dtype = np.dtype(np.float64)
     return np.dtype(dtype)
 
 
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype to compute in: float16 is computed in float32 (its sums overflow at 65504)."""
+    return np.dtype(np.float32) if dtype == np.float16 else np.dtype(dtype)
+
+
 def as_bool_mask(mask: Any, name: str = "mask") -> np.ndarray:
     """Convert ``mask`` to a boolean array (True = may attend) or raise ``TypeError``."""
-    if mask is None:
-        raise TypeError(f"{name} is None; expected a boolean array")
-    m = np.asarray(mask)
+    m = _asarray(mask, name)
     if m.dtype != np.bool_:
         raise TypeError(
             f"{name} has dtype {m.dtype}; expected a boolean array where True means "
             "'may attend' (additive float masks such as -1e9 or -inf are not accepted)"
         )
     return m
+
+
+def positive_int(value: Any, name: str, *, minimum: int = 1, what: str = "") -> int:
+    """``value`` as a Python int ``>= minimum``, or a TypeError/ValueError naming ``name``.
+
+    Booleans are refused (``True`` is an int in Python but never a size).
+    """
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if what:
+        expected += f" ({what})"
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name}={value!r}; expected {expected}")
+    if value < minimum:
+        raise ValueError(f"{name}={value}; expected {expected}")
+    return int(value)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` as a Python bool, or a ``TypeError`` naming ``name``."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name}={value!r}; expected True or False")
+    return bool(value)
+
+
+def check_fully_masked(policy: Any) -> str:
+    """The ``fully_masked`` policy, or a ``ValueError`` listing the choices."""
+    if not isinstance(policy, str) or policy not in FULLY_MASKED_POLICIES:
+        raise ValueError(f"fully_masked={policy!r}; expected one of {FULLY_MASKED_POLICIES}")
+    return policy
+
+
+def check_causal_sizes(n_q: int, n_k: int) -> None:
+    """Raise ``ValueError`` when a causal rule would leave the first queries with no key."""
+    if n_q > n_k:
+        raise ValueError(
+            f"causal attention with n_q={n_q} queries and n_k={n_k} keys: the queries are the "
+            f"last n_q positions, so the first {n_q - n_k} queries would have no key to attend "
+            "to; expected n_q <= n_k"
+        )
+
+
+def normalise_axis(axis: Any, ndim: int) -> int:
+    """``axis`` as a non-negative int for an array of ``ndim`` dimensions, or raise."""
+    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
+        raise TypeError(f"axis={axis!r}; expected an integer")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis={axis} is out of range for an array with {ndim} dimension(s)")
+    return int(axis) % ndim
+
+
+def check_attention_inputs(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Validate q, k, v and cast them to one floating dtype.
+
+    Returns the three arrays and their broadcast leading (batch, head) shape.
+    Raises ``TypeError`` or ``ValueError`` naming the argument at fault.
+
+    Examples
+    --------
+    >>> q, k, v, batch = check_attention_inputs(
+    ...     np.ones((2, 3, 4)), np.ones((5, 4)), np.ones((5, 6)))
+    >>> batch
+    (2,)
+    """
+    q = as_real_array(q, "q", min_ndim=2)
+    k = as_real_array(k, "k", min_ndim=2)
+    v = as_real_array(v, "v", min_ndim=2)
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has d_k={q.shape[-1]} ({describe(q)}) but k has d_k={k.shape[-1]} "
+            f"({describe(k)}); expected the same last axis, since scores are q . k"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has n_k={k.shape[-2]} positions ({describe(k)}) but v has {v.shape[-2]} "
+            f"({describe(v)}); expected one value per key (k.shape[-2] == v.shape[-2])"
+        )
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch, head) axes do not broadcast: q {q.shape[:-2]}, "
+            f"k {k.shape[:-2]}, v {v.shape[:-2]}; expected shapes that numpy can broadcast"
+        ) from None
+    dtype = common_float_dtype(q, k, v)
+    return (q.astype(dtype, copy=False), k.astype(dtype, copy=False),
+            v.astype(dtype, copy=False), batch)

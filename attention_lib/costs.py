@@ -1,4 +1,6 @@
-r"""Counting the cost of attention: FLOPs, bytes, and measured time.
+r"""Counting the cost of attention in closed form: FLOPs and bytes.
+
+Measuring (timers, fits, stored benchmark results) lives in :mod:`attention_lib.measure`.
 
 Conventions used throughout:
 
@@ -17,38 +19,26 @@ Conventions used throughout:
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike, DTypeLike
+from numpy.typing import DTypeLike
 
-from ._validation import as_real_array, describe
+from ._validation import check_flag, positive_int
 
 __all__ = [
     "AttentionFlops",
     "DecodeCost",
     "LayerFlops",
     "attention_flops",
-    "best_time",
     "causal_pairs",
     "decode_step_multiplications",
     "generation_multiplications",
     "kv_cache_bytes",
     "layer_flops",
-    "power_law_fit",
     "rnn_flops",
     "score_matrix_bytes",
 ]
-
-
-def _positive_int(value: Any, name: str) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool):
-        raise TypeError(f"{name}={value!r}; expected a positive integer")
-    if value < 1:
-        raise ValueError(f"{name}={value}; expected a positive integer")
-    return int(value)
 
 
 def causal_pairs(n_q: int, n_k: int | None = None) -> int:
@@ -82,8 +72,8 @@ def causal_pairs(n_q: int, n_k: int | None = None) -> int:
     >>> causal_pairs(1, 128)       # one new token sees the whole prefix
     128
     """
-    n_q = _positive_int(n_q, "n_q")
-    n_k = n_q if n_k is None else _positive_int(n_k, "n_k")
+    n_q = positive_int(n_q, "n_q")
+    n_k = n_q if n_k is None else positive_int(n_k, "n_k")
     if n_q > n_k:
         raise ValueError(f"n_q={n_q} > n_k={n_k}; a causal mask needs n_q <= n_k")
     return n_q * (n_k - n_q) + n_q * (n_q + 1) // 2
@@ -145,11 +135,10 @@ def attention_flops(
     >>> attention_flops(1, 1000, 128).total      # one new token, 1000 keys
     512000
     """
-    n_q, n_k, d_k = (_positive_int(v, name) for v, name in
+    n_q, n_k, d_k = (positive_int(v, name) for v, name in
                      ((n_q, "n_q"), (n_k, "n_k"), (d_k, "d_k")))
-    d_v = d_k if d_v is None else _positive_int(d_v, "d_v")
-    if not isinstance(causal, bool | np.bool_):
-        raise TypeError(f"causal={causal!r}; expected True or False")
+    d_v = d_k if d_v is None else positive_int(d_v, "d_v")
+    causal = check_flag(causal, "causal")
     pairs = causal_pairs(n_q, n_k) if causal else n_q * n_k
     return AttentionFlops(scores=2 * pairs * d_k, mix=2 * pairs * d_v)
 
@@ -223,9 +212,9 @@ def layer_flops(
     >>> round(f.attention_share, 4)
     0.0769
     """
-    d_model = _positive_int(d_model, "d_model")
-    n = _positive_int(n, "n")
-    d_ff = 4 * d_model if d_ff is None else _positive_int(d_ff, "d_ff")
+    d_model = positive_int(d_model, "d_model")
+    n = positive_int(n, "n")
+    d_ff = 4 * d_model if d_ff is None else positive_int(d_ff, "d_ff")
     projections = 4 * (2 * n * d_model * d_model)  # Q, K, V, O: (n, d) @ (d, d) each
     mlp = 2 * n * d_model * d_ff + 2 * n * d_ff * d_model  # (n, d) @ (d, d_ff) @ (d_ff, d)
     attention = attention_flops(n, n, d_model, causal=causal).total
@@ -260,7 +249,7 @@ def rnn_flops(n: int, d_in: int, d_h: int) -> int:
     >>> rnn_flops(100, 8, 32)
     256000
     """
-    n, d_in, d_h = (_positive_int(v, name) for v, name in
+    n, d_in, d_h = (positive_int(v, name) for v, name in
                     ((n, "n"), (d_in, "d_in"), (d_h, "d_h")))
     return 2 * n * d_h * (d_h + d_in)
 
@@ -289,87 +278,8 @@ def score_matrix_bytes(n_q: int, n_k: int, dtype: DTypeLike = np.float32) -> int
     >>> score_matrix_bytes(4096, 4096) / 2**20        # MiB
     64.0
     """
-    n_q, n_k = _positive_int(n_q, "n_q"), _positive_int(n_k, "n_k")
+    n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
     return n_q * n_k * np.dtype(dtype).itemsize
-
-
-def best_time(
-    fn: Callable[[], Any], *, repeat: int = 5, timer: Callable[[], float] = time.perf_counter
-) -> float:
-    """Shortest wall-clock time of ``repeat`` calls of ``fn``, in seconds.
-
-    Parameters
-    ----------
-    fn : callable taking no arguments
-    repeat : int, default 5
-    timer : callable returning seconds, default ``time.perf_counter``
-
-    Returns
-    -------
-    float
-
-    Notes
-    -----
-    The minimum is the least disturbed measurement: other processes and
-    caches can only make a call slower. Times vary between machines and runs;
-    never treat them as exact.
-
-    Examples
-    --------
-    >>> ticks = iter([0.0, 3.0, 10.0, 11.0])          # a fake clock
-    >>> best_time(lambda: None, repeat=2, timer=lambda: next(ticks))
-    1.0
-    """
-    if not callable(fn):
-        raise TypeError(f"fn is {type(fn).__name__}; expected a callable with no arguments")
-    repeat = _positive_int(repeat, "repeat")
-    best = float("inf")
-    for _ in range(repeat):
-        start = timer()
-        fn()
-        best = min(best, timer() - start)
-    return best
-
-
-def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
-    r"""Fit :math:`y = c\, x^p` by least squares on a log-log scale.
-
-    Parameters
-    ----------
-    x, y : array_like, shape (m,)
-        Positive values, at least two distinct ``x``.
-
-    Returns
-    -------
-    exponent : float
-        :math:`p`, the slope of :math:`\log y` against :math:`\log x`.
-    prefactor : float
-        :math:`c`.
-
-    Notes
-    -----
-    .. math:: \log y = p \log x + \log c,
-
-    fitted with ``np.polyfit(log x, log y, 1)``. Doubling :math:`x`
-    multiplies :math:`y` by :math:`2^p`.
-
-    Examples
-    --------
-    >>> p, c = power_law_fit([1, 2, 4], [3, 12, 48])
-    >>> round(p, 6), round(c, 6)
-    (2.0, 3.0)
-    """
-    x = as_real_array(x, "x")
-    y = as_real_array(y, "y")
-    if x.ndim != 1 or x.shape != y.shape:
-        raise ValueError(f"x has {describe(x)} and y {describe(y)}; expected two equal 1-D arrays")
-    for name, a in (("x", x), ("y", y)):
-        if (a <= 0).any():
-            raise ValueError(f"{name} has non-positive values; a power law needs positive data")
-    if np.unique(x).size < 2:
-        raise ValueError("x has fewer than two distinct values; cannot fit a slope")
-    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
-    return float(slope), float(np.exp(intercept))
 
 
 # --------------------------------------------------------------------------------------
@@ -400,8 +310,8 @@ class DecodeCost(NamedTuple):
 def _decode_sizes(
     d_model: int, d_k: int, d_v: int | None, strategy: str
 ) -> tuple[int, int, int]:
-    d_model, d_k = _positive_int(d_model, "d_model"), _positive_int(d_k, "d_k")
-    d_v = d_k if d_v is None else _positive_int(d_v, "d_v")
+    d_model, d_k = positive_int(d_model, "d_model"), positive_int(d_k, "d_k")
+    d_v = d_k if d_v is None else positive_int(d_v, "d_v")
     if strategy not in DECODE_STRATEGIES:
         raise ValueError(f"strategy={strategy!r}; expected one of {DECODE_STRATEGIES}")
     return d_model, d_k, d_v
@@ -462,7 +372,7 @@ def decode_step_multiplications(
     >>> decode_step_multiplications(10, 4, 4, strategy="recompute_all").total
     1440
     """
-    t = _positive_int(t, "t")
+    t = positive_int(t, "t")
     d_model, d_k, d_v = _decode_sizes(d_model, d_k, d_v, strategy)
     rows = t if strategy == "recompute_all" else 1  # query (and output) rows computed
     kv_rows = 1 if strategy == "cache" else t  # tokens whose keys and values are computed
@@ -515,7 +425,7 @@ def generation_multiplications(
     >>> sum(decode_step_multiplications(t, 4, 4).total for t in (1, 2, 3))
     240
     """
-    n = _positive_int(n, "n")
+    n = positive_int(n, "n")
     d_model, d_k, d_v = _decode_sizes(d_model, d_k, d_v, strategy)
     s1 = n * (n + 1) // 2  # sum of t
     s2 = n * (n + 1) * (2 * n + 1) // 6  # sum of t^2
@@ -579,11 +489,11 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(1, **gpt3) / 2**20                     # MiB per token
     4.5
     """
-    n_tokens = _positive_int(n_tokens, "n_tokens")
-    n_layers = _positive_int(n_layers, "n_layers")
-    n_kv_heads = _positive_int(n_kv_heads, "n_kv_heads")
-    d_head = _positive_int(d_head, "d_head")
-    batch = _positive_int(batch, "batch")
+    n_tokens = positive_int(n_tokens, "n_tokens")
+    n_layers = positive_int(n_layers, "n_layers")
+    n_kv_heads = positive_int(n_kv_heads, "n_kv_heads")
+    d_head = positive_int(d_head, "d_head")
+    batch = positive_int(batch, "batch")
     try:
         itemsize = np.dtype(dtype).itemsize
     except TypeError as exc:

@@ -27,9 +27,14 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
-from .attention import check_attention_inputs, scaled_dot_product_attention
-from .softmax import _normalise_axis
+from ._validation import (
+    as_real_array,
+    check_attention_inputs,
+    common_float_dtype,
+    describe,
+    normalise_axis,
+)
+from .attention import scaled_dot_product_attention
 
 __all__ = ["attention_backward", "softmax_jvp"]
 
@@ -84,7 +89,7 @@ def softmax_jvp(p: ArrayLike, tangent: ArrayLike, axis: int = -1) -> np.ndarray:
         raise ValueError(
             f"tangent has {describe(va)} but p has {describe(pa)}; expected the same shape"
         )
-    ax = _normalise_axis(axis, pa.ndim)
+    ax = normalise_axis(axis, pa.ndim)
     dtype = common_float_dtype(pa, va)
     pa = pa.astype(dtype, copy=False)
     va = va.astype(dtype, copy=False)

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
+from ._validation import as_real_array, common_float_dtype, describe, positive_int
 from .attention import scaled_dot_product_attention
 
 __all__ = ["KVCache"]
@@ -76,13 +76,7 @@ class KVCache:
     """
 
     def __init__(self, initial_capacity: int = 16) -> None:
-        if not isinstance(initial_capacity, int | np.integer) or isinstance(
-            initial_capacity, bool
-        ):
-            raise TypeError(f"initial_capacity={initial_capacity!r}; expected a positive integer")
-        if initial_capacity < 1:
-            raise ValueError(f"initial_capacity={initial_capacity}; expected a positive integer")
-        self._initial_capacity = int(initial_capacity)
+        self._initial_capacity = positive_int(initial_capacity, "initial_capacity")
         self._k: np.ndarray | None = None  # (..., capacity, d_k)
         self._v: np.ndarray | None = None  # (..., capacity, d_v)
         self._length = 0
@@ -164,6 +158,12 @@ class KVCache:
             raise ValueError(
                 f"k has {describe(k)} but v has {describe(v)}; expected the same leading "
                 "axes and number of positions m (k.shape[:-1] == v.shape[:-1])"
+            )
+        if k.dtype.kind == v.dtype.kind == "f" and k.dtype != v.dtype:
+            raise TypeError(
+                f"k has dtype {k.dtype} but v has dtype {v.dtype}; expected keys and values "
+                f"of one dtype (the cache would silently hold {common_float_dtype(k, v)}); "
+                "convert one of them with .astype"
             )
         dtype = common_float_dtype(k, v)
         m = k.shape[-2]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import describe
+from ._validation import describe, positive_int
 
 __all__ = ["padding_mask"]
 
@@ -42,7 +42,7 @@ def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
 
     where :math:`\ell_b` is the length of sequence :math:`b`. To hide padded
     *keys* from every query, insert a query axis and pass it as ``mask`` to
-    :func:`~attention_lib.attention.scaled_dot_product_attention`:
+    :func:`~attention_lib.scaled_dot_product_attention`:
     ``padding_mask(lengths, n)[:, None, :]`` has shape ``(batch, 1, n)`` and
     broadcasts over the queries (with a heads axis:
     ``[:, None, None, :]``). A padded *query* row is not hidden by this: it
@@ -59,10 +59,7 @@ def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
     >>> padding_mask([1, 3], 3)[:, None, :].shape    # a key-padding mask
     (2, 1, 3)
     """
-    if not isinstance(n, int | np.integer) or isinstance(n, bool):
-        raise TypeError(f"n={n!r}; expected a positive integer (the padded length)")
-    if n < 1:
-        raise ValueError(f"n={n}; expected a positive integer (the padded length)")
+    n = positive_int(n, "n", what="the padded length")
     if lengths is None:
         raise TypeError("lengths is None; expected a 1-D array of integers")
     lens = np.asarray(lengths)

@@ -22,21 +22,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
+from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe, positive_int
 from .attention import scaled_dot_product_attention
 
 __all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
-
-
-def _positive_int(value: object, name: str) -> int:
-    """``value`` as a Python int, or a TypeError/ValueError naming ``name``."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name}={value!r}; expected a positive integer")
-    if value < 1:
-        raise ValueError(f"{name}={value}; expected a positive integer")
-    return int(value)
 
 
 def _check_divisible(d_model: int, num_heads: int) -> int:
@@ -89,7 +80,7 @@ def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
            [8., 9.]])
     """
     x = as_real_array(x, "x", min_ndim=2)
-    num_heads = _positive_int(num_heads, "num_heads")
+    num_heads = positive_int(num_heads, "num_heads")
     *lead, n, d_model = x.shape
     try:
         d_head = _check_divisible(d_model, num_heads)
@@ -204,8 +195,8 @@ class MultiHeadAttention:
     def __init__(
         self, d_model: int, num_heads: int, *, rng: np.random.Generator | None = None
     ) -> None:
-        d_model = _positive_int(d_model, "d_model")
-        num_heads = _positive_int(num_heads, "num_heads")
+        d_model = positive_int(d_model, "d_model")
+        num_heads = positive_int(num_heads, "num_heads")
         d_head = _check_divisible(d_model, num_heads)
         if rng is None:
             rng = np.random.default_rng()
@@ -286,9 +277,12 @@ class MultiHeadAttention:
             Query ``i`` may attend only to keys ``j <= i + n_k - n_q`` (see
             :func:`~attention_lib.causal_mask`), in every head.
         mask : array_like of bool, optional
-            Broadcastable to ``(..., n_q, n_k)``; True means "may attend".
-            The same mask applies to every head (a head axis is inserted
-            before the last two axes). Combined with ``causal`` by logical and.
+            True means "may attend". Either broadcastable to ``(..., n_q, n_k)``
+            and shared by every head (a head axis is inserted before the last
+            two axes), or, with exactly one axis more than that, of shape
+            ``(..., h, n_q, n_k)``: one mask per head. It may not add batch
+            axes that ``x`` and ``context`` do not have. Combined with
+            ``causal`` by logical and.
 
         Returns
         -------
@@ -351,21 +345,31 @@ class MultiHeadAttention:
                 f"{self.d_model}, i.e. shape (..., n, {self.d_model})"
             )
 
-    @staticmethod
     def _head_mask(
-        mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
+        self, mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
     ) -> np.ndarray:
-        """The boolean mask with a head axis inserted: (..., n_q, n_k) -> (..., 1, n_q, n_k)."""
+        """The boolean mask as (..., h or 1, n_q, n_k): shared by the heads, or one per head.
+
+        A mask with at most ``len(batch) + 2`` axes is shared by every head (a
+        head axis is inserted); one with exactly ``len(batch) + 3`` axes has its
+        own head axis (size ``h`` or 1) before the last two.
+        """
         m = as_bool_mask(mask)
-        target = (*batch, n_q, n_k)
+        h = self.num_heads
+        per_head = m.ndim == len(batch) + 3
+        target = (*batch, h, n_q, n_k) if per_head else (*batch, n_q, n_k)
         try:
             shape = np.broadcast_shapes(target, m.shape)
         except ValueError:
             shape = None
-        if shape is None or shape[-2:] != (n_q, n_k):
+        if shape != target:
             raise ValueError(
                 f"mask has {describe(m)}; expected a shape broadcastable to the scores "
-                f"(..., n_q, n_k) = {target} (one mask shared by all heads)"
+                f"(..., n_q, n_k) = {(*batch, n_q, n_k)} (one mask shared by all heads) or "
+                f"(..., h, n_q, n_k) = {(*batch, h, n_q, n_k)} (one mask per head), "
+                "without batch axes that x and context do not have"
             )
+        if per_head:
+            return m  # (..., h or 1, n_q, n_k)
         m = m.reshape((1,) * max(0, 2 - m.ndim) + m.shape)  # (..., n_q or 1, n_k or 1)
         return m[..., None, :, :]  # (..., n_q, n_k) -> (..., 1, n_q, n_k): same for every head

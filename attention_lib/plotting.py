@@ -8,15 +8,27 @@ chapter can compose figures. matplotlib is imported here only, not by
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from numpy.typing import ArrayLike
 
-__all__ = ["attention_heatmap", "attention_shape_flow", "mask_heatmap", "weights_bar"]
+from ._validation import as_real_array, positive_int
+from .saturation import projection_scale_weights, saturation_scores, saturation_stats
+
+__all__ = [
+    "attention_heatmap",
+    "attention_shape_flow",
+    "mask_heatmap",
+    "projection_scale_grid",
+    "saturation_grid",
+    "weights_bar",
+]
 
 
 def _labels(labels: Sequence[str] | None, n: int, name: str) -> list[str]:
@@ -303,9 +315,8 @@ def attention_shape_flow(
     """
     dims = {"n_q": n_q, "n_k": n_k, "d_k": d_k, "d_v": d_v}
     for name, value in dims.items():
-        if not isinstance(value, int | np.integer) or isinstance(value, bool):
-            raise TypeError(f"{name}={value!r}; expected a positive integer")
-        if not 1 <= value <= 32:
+        positive_int(value, name)
+        if value > 32:
             raise ValueError(
                 f"{name}={value}; expected 1 <= {name} <= 32 (one square per entry is drawn)"
             )
@@ -430,3 +441,158 @@ def attention_shape_flow(
     if title:
         ax.set_title(title, fontsize=13)
     return ax
+
+
+# --------------------------------------------------------------------------------------
+# Static pictures of the explorers (chapters 3 and 4)
+# --------------------------------------------------------------------------------------
+
+_DK_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
+
+
+def _token_index(tokens: tuple[str, ...] | list[str], query: str | int) -> int:
+    """Position of ``query`` (a token or an index) in ``tokens``, or a ValueError."""
+    if isinstance(query, int | np.integer) and not isinstance(query, bool):
+        if not -len(tokens) <= query < len(tokens):
+            raise ValueError(f"query={query} is out of range for {len(tokens)} tokens")
+        return int(query) % len(tokens)
+    if query not in tokens:
+        raise ValueError(f"query={query!r} is not one of the tokens {tuple(tokens)}")
+    return list(tokens).index(query)
+
+
+def projection_scale_grid(
+    example: Any, scales: ArrayLike = (1, 3, 10, 30), *, query: str | int = "sat"
+) -> Figure:
+    """Small multiples: the attention weights at several projection scales ``c``.
+
+    The static picture of :func:`attention_lib.widgets.projection_scale_explorer`: one row of
+    panels per factor, the heatmap of all weights on the left and a bar
+    chart of the row of ``query`` on the right, on a common 0-1 scale.
+
+    Parameters
+    ----------
+    example : WalkthroughExample
+        Anything with ``tokens``, ``x`` (n, d_model), ``w_q`` and ``w_k``
+        (d_model, d_k), e.g. :func:`attention_lib.examples.cat_sat_on`.
+    scales : array_like, shape (n_scales,)
+        The factors ``c`` multiplying ``W_Q`` and ``W_K``.
+    query : str or int
+        The token (or its position) whose row is drawn as bars.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        n_scales x 2 panels (row by row) plus a colour bar.
+
+    Examples
+    --------
+    >>> from attention_lib.examples import cat_sat_on
+    >>> fig = projection_scale_grid(cat_sat_on(), [1, 10])
+    >>> len(fig.axes)                  # 2 x 2 panels and the colour bar
+    5
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['c = 1: scores × 1', "attention of 'sat', c = 1"]
+    >>> plt.close(fig)
+    """
+    tokens = tuple(example.tokens)
+    i = _token_index(tokens, query)
+    c = as_real_array(scales, "scales", min_ndim=1)
+    weights = projection_scale_weights(example.x, example.w_q, example.w_k, c)  # (S, n, n)
+    fig, axes = plt.subplots(len(c), 2, figsize=(7.5, 2.5 * len(c) + 0.5),
+                             layout="constrained", squeeze=False)
+    for (left, right), factor, w in zip(axes, c, weights, strict=True):
+        attention_heatmap(w, tokens, tokens, ax=left, vmin=0.0, vmax=1.0, colorbar=False,
+                          title=f"c = {factor:g}: scores × {factor * factor:g}")
+        weights_bar(w[i], tokens, ax=right, highlight=int(np.argmax(w[i])), fmt="{:.2f}",
+                    title=f"attention of {tokens[i]!r}, c = {factor:g}",
+                    ylabel=f"weight of {tokens[i]!r}")
+        right.set_ylim(0.0, 1.15)
+    fig.colorbar(axes[0, 0].images[0], ax=list(axes[:, 0]), label="weight", shrink=0.6)
+    fig.suptitle("Multiplying W_Q and W_K by c multiplies the scores by c²")
+    return fig
+
+
+def _saturation_title(scale: float, d_k: int, divide: bool) -> str:
+    how = r"$\div\sqrt{d_k}$" if divide else r"not $\div\sqrt{d_k}$"
+    return f"c = {scale:g}, $d_k$ = {d_k}, {how}"
+
+
+def _saturation_bars(ax: Any, scores: np.ndarray, title: str, *, annotate: bool = True) -> Any:
+    """Bar chart of softmax(scores) with entropy and Jacobian size in the title."""
+    st = saturation_stats(scores)
+    labels = [f"k{j + 1}" for j in range(scores.shape[0])]
+    weights_bar(st.weights, labels, ax=ax, highlight=int(np.argmax(st.weights)),
+                fmt="{:.2f}", ylabel="weight", annotate=annotate)
+    ax.set_ylim(0.0, 1.15)
+    ax.set_xlabel("key")
+    ax.set_title(f"{title}\nmax w = {float(st.weights.max()):.2f}, "
+                 f"H = {float(st.entropy):.2f}\n"
+                 rf"$\|J\|_F$ = {float(st.jacobian_norm):.3f}", fontsize=10)
+    return ax
+
+
+def saturation_grid(
+    *,
+    scales: ArrayLike = (1, 3, 10, 30),
+    d_ks: ArrayLike = (1, 8, 128, 1024),
+    d_k: int = 64,
+    n_keys: int = 8,
+    seed: int = 0,
+) -> Figure:
+    r"""Small multiples of :func:`attention_lib.widgets.saturation_explorer`'s key slider positions.
+
+    Top row: ``d_k`` fixed, scores divided by :math:`\sqrt{d_k}`, one panel per
+    scale :math:`c` in ``scales``. Bottom row: :math:`c = 1`, scores *not*
+    divided, one panel per size in ``d_ks``. Each panel shows the weights of
+    one random query over ``n_keys`` keys, with their entropy :math:`H` and
+    the Frobenius norm of the softmax Jacobian in the title.
+
+    Parameters
+    ----------
+    scales : array_like of float
+        Scales for the top row.
+    d_ks : array_like of int
+        Key sizes for the bottom row.
+    d_k : int, default 64
+        Key size of the top row.
+    n_keys, seed : int
+        As in :func:`attention_lib.saturation_scores`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = saturation_grid(scales=[1, 30], d_ks=[1, 1024])
+    >>> len(fig.axes)
+    4
+    >>> fig.axes[0].get_title().splitlines()[0]
+    'c = 1, $d_k$ = 64, $\\div\\sqrt{d_k}$'
+    >>> plt.close(fig)
+    """
+    c = as_real_array(scales, "scales", min_ndim=1)
+    dims = [positive_int(int(d) if float(d).is_integer() else d, "d_ks", minimum=1)
+            for d in as_real_array(d_ks, "d_ks", min_ndim=1)]
+    cols = max(len(c), len(dims))
+    fig, axes = plt.subplots(2, cols, figsize=(2.2 * cols, 6.6), layout="constrained",
+                             squeeze=False, sharey=True)
+    for col in range(cols):
+        if col < len(c):
+            s = saturation_scores(d_k, scale=float(c[col]), n_keys=n_keys, seed=seed)
+            _saturation_bars(axes[0, col], s, _saturation_title(float(c[col]), d_k, True),
+                             annotate=False)
+        else:
+            axes[0, col].set_axis_off()
+        if col < len(dims):
+            s = saturation_scores(dims[col], divide_by_sqrt_dk=False, n_keys=n_keys, seed=seed)
+            _saturation_bars(axes[1, col], s, _saturation_title(1, dims[col], False),
+                             annotate=False)
+        else:
+            axes[1, col].set_axis_off()
+    for ax in axes[:, 1:].ravel():
+        ax.set_ylabel("")
+    fig.suptitle(f"One random query, {n_keys} keys. Top: larger scale c. "
+                 r"Bottom: larger $d_k$, not divided")
+    return fig

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
+from ._validation import as_real_array, common_float_dtype, describe, positive_int
 
 __all__ = [
     "recurrent_matrix",
@@ -87,8 +87,7 @@ def recurrent_matrix(d_h: int, radius: float, rng: np.random.Generator) -> np.nd
     >>> w.shape, round(spectral_radius(w), 12)
     ((8, 8), 0.9)
     """
-    if not isinstance(d_h, int | np.integer) or isinstance(d_h, bool) or d_h < 1:
-        raise ValueError(f"d_h={d_h!r}; expected a positive integer")
+    d_h = positive_int(d_h, "d_h")
     if not np.isfinite(radius) or radius <= 0:
         raise ValueError(f"radius={radius!r}; expected a positive finite number")
     if not isinstance(rng, np.random.Generator):
@@ -162,7 +161,7 @@ def rnn_forward(
     >>> h = rnn_forward([[1.0], [0.0]], [[0.5]], [[1.0]])
     >>> h.round(4)                     # tanh(1), then tanh(0.5 tanh(1))
     array([[0.7616],
-           [0.3635]])
+           [0.3634]])
     """
     x, w, u, h0 = _rnn_inputs(x, w, u, h0)
     drive = x @ u.T  # (n, d_in) @ (d_in, d_h) -> (n, d_h): U x_t for every t at once

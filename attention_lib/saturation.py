@@ -15,12 +15,14 @@ Dimension letters used in the shape comments:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
+from ._validation import as_real_array, check_flag, common_float_dtype, describe, positive_int
+from .attention import project_qkv
 from .softmax import softmax
 
 __all__ = ["SaturationStats", "entropy", "saturation_stats", "softmax_jacobian"]
@@ -198,3 +200,134 @@ def saturation_stats(scores: ArrayLike, scale: float | ArrayLike = 1.0) -> Satur
         jacobian_norm=np.sqrt(np.sum(jac * jac, axis=(-2, -1))),
         jacobian_max=np.abs(jac).max(axis=(-2, -1)),
     )
+
+
+# --------------------------------------------------------------------------------------
+# The numbers behind the explorers of chapters 3 and 4
+# --------------------------------------------------------------------------------------
+
+
+def projection_scale_weights(
+    x: ArrayLike, w_q: ArrayLike, w_k: ArrayLike, scales: ArrayLike
+) -> np.ndarray:
+    r"""Attention weights after multiplying ``W_Q`` and ``W_K`` by each factor in ``scales``.
+
+    The numbers of :func:`attention_lib.widgets.projection_scale_explorer` (no widgets,
+    no plots).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d_model)
+        One row per token.
+    w_q, w_k : array_like, shape (d_model, d_k)
+        The query and key projections (the values play no part in the weights).
+    scales : array_like, shape (n_scales,)
+        The factors :math:`c`, finite real numbers; :math:`c` and :math:`-c`
+        give the same weights.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_scales, ..., n, n)
+        ``weights[s]`` holds the attention weights (queries as rows, keys as
+        columns) for :math:`c` = ``scales[s]``; every row sums to one.
+
+    Notes
+    -----
+    Multiplying both projections by :math:`c` multiplies every query and
+    every key by :math:`c`, hence every score by :math:`c^2`:
+
+    .. math::
+
+        \operatorname{softmax}\!\left(\frac{(cQ)(cK)^{\mathsf T}}{\sqrt{d_k}}\right)
+        = \operatorname{softmax}\!\left(c^2\,\frac{Q K^{\mathsf T}}{\sqrt{d_k}}\right),
+        \qquad Q = X W_Q,\; K = X W_K .
+
+    :math:`c = 1` gives the plain attention weights and :math:`c = 0` the
+    uniform weights :math:`1/n`. Softmax depends only on differences of
+    scores, and those differences grow like :math:`c^2`, so as :math:`c`
+    grows each row tends to a one-hot vector on its largest score (when that
+    score is unique in the row).
+
+    Examples
+    --------
+    >>> x = np.eye(2)                  # two tokens, d_model = 2
+    >>> w = np.array([[1.0], [0.0]])   # d_k = 1: q = k = (1, 0) for the tokens
+    >>> projection_scale_weights(x, w, w, [0.0, 1.0, 3.0])[:, 0].round(3)
+    array([[0.5  , 0.5  ],
+           [0.731, 0.269],
+           [1.   , 0.   ]])
+    """
+    q, k, _ = project_qkv(x, w_q, w_k, w_k)  # w_k stands in for w_v, which is not used
+    c = as_real_array(scales, "scales", min_ndim=1)
+    if c.ndim != 1:
+        raise ValueError(
+            f"scales has shape {c.shape}; expected a 1-D sequence of factors, shape (n_scales,)"
+        )
+    d_k = q.shape[-1]
+    scores = (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)  # (..., n, n)
+    factor = (c.astype(scores.dtype) ** 2).reshape((-1,) + (1,) * scores.ndim)  # (S, 1, ..., 1)
+    return softmax(factor * scores, axis=-1)  # (S, ..., n, n)
+
+
+def saturation_scores(
+    d_k: int,
+    *,
+    scale: float = 1.0,
+    divide_by_sqrt_dk: bool = True,
+    n_keys: int = 8,
+    seed: int = 0,
+) -> np.ndarray:
+    r"""Scores of one random query against ``n_keys`` random keys (the saturation explorer's).
+
+    The pure-numpy part of :func:`attention_lib.widgets.saturation_explorer` (no widgets, no plots).
+
+    Parameters
+    ----------
+    d_k : int
+        Size of the query and key vectors, at least 1.
+    scale : float, default 1.0
+        Extra multiplier :math:`c` of the scores (an inverse temperature).
+    divide_by_sqrt_dk : bool, default True
+        Divide the dot products by :math:`\sqrt{d_k}` (scaled dot-product
+        attention) or not.
+    n_keys : int, default 8
+        Number of keys, at least 2.
+    seed : int, default 0
+        The draw for each ``d_k`` comes from ``np.random.default_rng([seed, d_k])``,
+        so it does not change when ``scale`` or ``divide_by_sqrt_dk`` change.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_keys,)
+
+    Notes
+    -----
+    The query :math:`q` and the keys :math:`k_j` have independent standard
+    normal coordinates, and
+
+    .. math::
+
+        s_j = c\,\frac{q \cdot k_j}{\sqrt{d_k}}
+        \quad\text{or, undivided,}\quad s_j = c\; q \cdot k_j .
+
+    Examples
+    --------
+    >>> s = saturation_scores(64)
+    >>> s.shape
+    (8,)
+    >>> bool(np.allclose(saturation_scores(64, divide_by_sqrt_dk=False), 8 * s))
+    True
+    >>> bool(np.allclose(saturation_scores(64, scale=3.0), 3 * s))
+    True
+    """
+    d_k = positive_int(d_k, "d_k", minimum=1)
+    n_keys = positive_int(n_keys, "n_keys", minimum=2)
+    c = float(as_real_array(scale, "scale", min_ndim=0))
+    divide_by_sqrt_dk = check_flag(divide_by_sqrt_dk, "divide_by_sqrt_dk")
+    rng = np.random.default_rng([positive_int(seed, "seed", minimum=0), d_k])
+    q = rng.standard_normal(d_k)  # (d_k,)
+    k = rng.standard_normal((n_keys, d_k))  # (n_keys, d_k)
+    scores = k @ q  # (n_keys,)
+    if divide_by_sqrt_dk:
+        scores = scores / math.sqrt(d_k)
+    return c * scores

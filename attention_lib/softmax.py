@@ -7,26 +7,17 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe
+from ._validation import (
+    as_bool_mask,
+    as_real_array,
+    check_fully_masked,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    normalise_axis,
+)
 
-__all__ = ["softmax", "softmax_inplace", "FULLY_MASKED_POLICIES"]
-
-FULLY_MASKED_POLICIES = ("raise", "zero")
-
-
-def _check_policy(fully_masked: str) -> None:
-    if fully_masked not in FULLY_MASKED_POLICIES:
-        raise ValueError(
-            f"fully_masked={fully_masked!r}; expected one of {FULLY_MASKED_POLICIES}"
-        )
-
-
-def _normalise_axis(axis: int, ndim: int) -> int:
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool):
-        raise TypeError(f"axis={axis!r}; expected an integer")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"axis={axis} is out of range for an array with {ndim} dimension(s)")
-    return int(axis) % ndim
+__all__ = ["softmax"]
 
 
 def softmax(
@@ -80,9 +71,9 @@ def softmax(
     >>> softmax([1.0, 2.0, 3.0], mask=[True, True, False]).round(4)
     array([0.2689, 0.7311, 0.    ])
     """
-    _check_policy(fully_masked)
+    check_fully_masked(fully_masked)
     a = as_real_array(x, "x", min_ndim=1)
-    ax = _normalise_axis(axis, a.ndim)
+    ax = normalise_axis(axis, a.ndim)
     allowed = None
     if mask is not None:
         allowed = as_bool_mask(mask)
@@ -94,8 +85,7 @@ def softmax(
             ) from None
         # `axis` refers to x; a mask with more dimensions adds leading axes in front of it.
         ax += len(shape) - a.ndim
-    # A copy in the computing dtype: the softmax below overwrites it.
-    weights, empty = softmax_inplace(a.astype(common_float_dtype(a), copy=True), ax, allowed)
+    weights, empty = stable_softmax(a, ax, allowed)
     if fully_masked == "raise" and empty.any():
         where = [tuple(int(i) for i in idx) for idx in np.argwhere(np.squeeze(empty, axis=ax))]
         shown = ", ".join(map(str, where[:10])) + (" ..." if len(where) > 10 else "")
@@ -107,47 +97,42 @@ def softmax(
     return weights
 
 
-def softmax_inplace(
-    a: np.ndarray, axis: int, allowed: np.ndarray | None = None
+def stable_softmax(
+    x: np.ndarray, axis: int, allowed: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The stable softmax along ``axis``, computed in the floating array ``a`` itself.
+    """The softmax of the finite real array ``x`` along ``axis``, and its fully masked slices.
 
     The one implementation behind :func:`softmax` and
-    :func:`attention_lib.scaled_dot_product_attention`; it does no input checks.
-    ``a`` must be a finite floating array that the caller owns (it is
-    overwritten, unless ``allowed`` adds leading axes, in which case a
-    broadcast copy is used). Entries where ``allowed`` is False get weight 0;
-    slices with no allowed entry get all-zero weights.
+    :func:`attention_lib.scaled_dot_product_attention`; it does no input checks
+    and does not modify ``x``. Entries where ``allowed`` is False get weight 0;
+    slices with no allowed entry get all-zero weights and are flagged in
+    ``empty`` (``axis`` kept with size 1). float16 is computed in float32 and
+    returned as float16; integers are computed in float64.
 
-    Returns
-    -------
-    weights : numpy.ndarray
-        ``a`` (or its broadcast copy), now holding the weights.
-    empty : numpy.ndarray of bool
-        True for the slices with no allowed entry (``axis`` kept with size 1).
+    The result does not depend on the caller's ``np.errstate``: the only
+    floating-point events here are harmless (``exp`` of a very negative number
+    underflowing to 0, and ``x - max`` overflowing to ``-inf``, whose ``exp``
+    is 0 too).
 
     Examples
     --------
-    >>> w, empty = softmax_inplace(np.array([[1.0, 1.0], [2.0, 0.0]]), axis=-1,
-    ...                            allowed=np.array([[False, False], [True, True]]))
+    >>> w, empty = stable_softmax(np.array([[1.0, 1.0], [2.0, 0.0]]), axis=-1,
+    ...                           allowed=np.array([[False, False], [True, True]]))
     >>> w.round(4), empty.ravel()
     (array([[0.    , 0.    ],
            [0.8808, 0.1192]]), array([ True, False]))
     """
+    out_dtype = common_float_dtype(x)
+    x = x.astype(compute_dtype(out_dtype), copy=False)
     if allowed is not None:
-        shape = np.broadcast_shapes(a.shape, allowed.shape)
-        if shape != a.shape:  # the mask adds leading axes
-            a = np.broadcast_to(a, shape).copy()
-        np.copyto(a, -np.inf, where=~allowed)  # exp(-inf) = 0
-    row_max = a.max(axis=axis, keepdims=True)
-    empty = np.isneginf(row_max)  # every entry of this slice is masked
-    any_empty = bool(empty.any())
-    if any_empty:
-        row_max[empty] = 0
-    a -= row_max  # every exponent <= 0: exp cannot overflow
-    np.exp(a, out=a)
-    total = a.sum(axis=axis, keepdims=True)  # >= 1 where a slice has an allowed entry
-    if any_empty:
+        x = np.where(allowed, x, -np.inf)  # a masked entry has exp(-inf) = 0
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        x_max = x.max(axis=axis, keepdims=True)
+        empty = np.isneginf(x_max)  # every entry of this slice is masked
+        x_max[empty] = 0
+        shifted = x - x_max  # every exponent <= 0: exp cannot overflow
+        weights = np.exp(shifted, out=shifted)
+        total = weights.sum(axis=axis, keepdims=True)  # >= 1 unless the slice is empty
         total[empty] = 1
-    a /= total
-    return a, empty
+        weights /= total
+    return weights.astype(out_dtype, copy=False), empty

@@ -17,6 +17,7 @@ import hashlib
 import html
 import json
 from collections.abc import Sequence
+from importlib import resources
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -25,51 +26,9 @@ from ._validation import as_real_array
 
 __all__ = ["StaticSlider", "softmax_slider"]
 
-_SCRIPT = """
-(function () {
-  var root = document.getElementById(%(id)s);
-  if (!root || root.dataset.ready) { return; }
-  root.dataset.ready = "1";
-  var scores = JSON.parse(root.dataset.scores);
-  var input = root.querySelector("input[type=range]");
-  var shown = root.querySelector(".ss-scale");
-  var cells = root.querySelectorAll(".ss-weight");
-  var bars = root.querySelectorAll(".ss-bar");
-  var entropy = root.querySelector(".ss-entropy");
-  var grad = root.querySelector(".ss-grad");
-  function update() {
-    var c = parseFloat(input.value);
-    var z = scores.map(function (s) { return c * s; });
-    var m = Math.max.apply(null, z);
-    var e = z.map(function (x) { return Math.exp(x - m); });
-    var total = e.reduce(function (a, b) { return a + b; }, 0);
-    var p = e.map(function (x) { return x / total; });
-    var h = 0, g = 0;
-    p.forEach(function (pi, i) {
-      if (pi > 0) { h -= pi * Math.log(pi); }
-      g = Math.max(g, pi * (1 - pi));  /* largest entry of diag(p) - p p^T */
-      cells[i].textContent = pi.toFixed(3);
-      bars[i].style.width = (100 * pi).toFixed(1) + "%%";
-    });
-    shown.textContent = c.toFixed(2);
-    entropy.textContent = h.toFixed(3);
-    grad.textContent = g.toFixed(4);
-  }
-  input.addEventListener("input", update);
-  update();
-})();
-"""
-
-_STYLE = """
-.ss-root { border: 1px solid #ccc; border-radius: 6px; padding: 0.8em 1em; margin: 1em 0;
-           font-family: sans-serif; max-width: 40em; }
-.ss-root table { border-collapse: collapse; width: 100%%; }
-.ss-root td { padding: 2px 6px; }
-.ss-root td.ss-bar-cell { width: 60%%; }
-.ss-root .ss-bar { background: #1f77b4; height: 0.9em; }
-.ss-root .ss-weight { font-family: monospace; text-align: right; }
-.ss-root input[type=range] { width: 60%%; vertical-align: middle; }
-"""
+def _asset(name: str) -> str:
+    """The text of a browser-side asset shipped in ``attention_lib/assets``."""
+    return resources.files("attention_lib").joinpath("assets", name).read_text(encoding="utf-8")
 
 
 class StaticSlider:
@@ -159,14 +118,14 @@ def softmax_slider(
         for i, label in enumerate(labels)
     )
     markup = f"""<div class="ss-root softmax-slider" id="{uid}" data-scores='{data}'>
-<style>{_STYLE % {}}</style>
+<style>{_asset("softmax_slider.css")}</style>
 <p><strong>{html.escape(title)}</strong></p>
 <label>scale <input type="range" min="{scale_min}" max="{scale_max}" step="{step}"
  value="{value}" aria-label="scale"></label> <span class="ss-scale"></span>
 <table>{rows}</table>
 <p>entropy <span class="ss-entropy"></span> nats &nbsp;·&nbsp; largest gradient entry
 max p(1 − p) = <span class="ss-grad"></span></p>
-<script>{_SCRIPT % {"id": json.dumps(uid)}}</script>
+<script>{_asset("softmax_slider.js").replace("__ROOT_ID__", json.dumps(uid))}</script>
 </div>"""
     alt = (f"slider over the scale from {scale_min} to {scale_max} showing "
            f"softmax(scale × scores) for {', '.join(labels)}")

@@ -30,21 +30,24 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array
-from .attention import project_qkv
-from .plotting import attention_heatmap, weights_bar
-from .saturation import saturation_stats
-from .softmax import softmax
+from .plotting import (
+    _DK_CHOICES,
+    _saturation_bars,
+    _saturation_title,
+    _token_index,
+    attention_heatmap,
+    projection_scale_grid,
+    saturation_grid,
+    weights_bar,
+)
+from .saturation import projection_scale_weights, saturation_scores, saturation_stats
 
 __all__ = [
     "Explorer",
     "figure_png",
     "live_plot",
     "projection_scale_explorer",
-    "projection_scale_grid",
-    "projection_scale_weights",
     "saturation_explorer",
-    "saturation_grid",
-    "saturation_scores",
 ]
 
 
@@ -150,130 +153,6 @@ def live_plot(
 # --------------------------------------------------------------------------------------
 
 
-def projection_scale_weights(
-    x: ArrayLike, w_q: ArrayLike, w_k: ArrayLike, scales: ArrayLike
-) -> np.ndarray:
-    r"""Attention weights after multiplying ``W_Q`` and ``W_K`` by each factor in ``scales``.
-
-    The pure-numpy part of :func:`projection_scale_explorer` (no widgets, no plots).
-
-    Parameters
-    ----------
-    x : array_like, shape (..., n, d_model)
-        One row per token.
-    w_q, w_k : array_like, shape (d_model, d_k)
-        The query and key projections (the values play no part in the weights).
-    scales : array_like, shape (n_scales,)
-        The factors :math:`c`, finite real numbers; :math:`c` and :math:`-c`
-        give the same weights.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_scales, ..., n, n)
-        ``weights[s]`` holds the attention weights (queries as rows, keys as
-        columns) for :math:`c` = ``scales[s]``; every row sums to one.
-
-    Notes
-    -----
-    Multiplying both projections by :math:`c` multiplies every query and
-    every key by :math:`c`, hence every score by :math:`c^2`:
-
-    .. math::
-
-        \operatorname{softmax}\!\left(\frac{(cQ)(cK)^{\mathsf T}}{\sqrt{d_k}}\right)
-        = \operatorname{softmax}\!\left(c^2\,\frac{Q K^{\mathsf T}}{\sqrt{d_k}}\right),
-        \qquad Q = X W_Q,\; K = X W_K .
-
-    :math:`c = 1` gives the plain attention weights and :math:`c = 0` the
-    uniform weights :math:`1/n`. Softmax depends only on differences of
-    scores, and those differences grow like :math:`c^2`, so as :math:`c`
-    grows each row tends to a one-hot vector on its largest score (when that
-    score is unique in the row).
-
-    Examples
-    --------
-    >>> x = np.eye(2)                  # two tokens, d_model = 2
-    >>> w = np.array([[1.0], [0.0]])   # d_k = 1: q = k = (1, 0) for the tokens
-    >>> projection_scale_weights(x, w, w, [0.0, 1.0, 3.0])[:, 0].round(3)
-    array([[0.5  , 0.5  ],
-           [0.731, 0.269],
-           [1.   , 0.   ]])
-    """
-    q, k, _ = project_qkv(x, w_q, w_k, w_k)  # w_k stands in for w_v, which is not used
-    c = as_real_array(scales, "scales", min_ndim=1)
-    if c.ndim != 1:
-        raise ValueError(
-            f"scales has shape {c.shape}; expected a 1-D sequence of factors, shape (n_scales,)"
-        )
-    d_k = q.shape[-1]
-    scores = (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)  # (..., n, n)
-    factor = (c.astype(scores.dtype) ** 2).reshape((-1,) + (1,) * scores.ndim)  # (S, 1, ..., 1)
-    return softmax(factor * scores, axis=-1)  # (S, ..., n, n)
-
-
-def _token_index(tokens: tuple[str, ...] | list[str], query: str | int) -> int:
-    """Position of ``query`` (a token or an index) in ``tokens``, or a ValueError."""
-    if isinstance(query, int | np.integer) and not isinstance(query, bool):
-        if not -len(tokens) <= query < len(tokens):
-            raise ValueError(f"query={query} is out of range for {len(tokens)} tokens")
-        return int(query) % len(tokens)
-    if query not in tokens:
-        raise ValueError(f"query={query!r} is not one of the tokens {tuple(tokens)}")
-    return list(tokens).index(query)
-
-
-def projection_scale_grid(
-    example: Any, scales: ArrayLike = (1, 3, 10, 30), *, query: str | int = "sat"
-) -> Figure:
-    """Small multiples: the attention weights at several projection scales ``c``.
-
-    The static picture of :func:`projection_scale_explorer`: one row of
-    panels per factor, the heatmap of all weights on the left and a bar
-    chart of the row of ``query`` on the right, on a common 0-1 scale.
-
-    Parameters
-    ----------
-    example : WalkthroughExample
-        Anything with ``tokens``, ``x`` (n, d_model), ``w_q`` and ``w_k``
-        (d_model, d_k), e.g. :func:`attention_lib.examples.cat_sat_on`.
-    scales : array_like, shape (n_scales,)
-        The factors ``c`` multiplying ``W_Q`` and ``W_K``.
-    query : str or int
-        The token (or its position) whose row is drawn as bars.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        n_scales x 2 panels (row by row) plus a colour bar.
-
-    Examples
-    --------
-    >>> from attention_lib.examples import cat_sat_on
-    >>> fig = projection_scale_grid(cat_sat_on(), [1, 10])
-    >>> len(fig.axes)                  # 2 x 2 panels and the colour bar
-    5
-    >>> [ax.get_title() for ax in fig.axes[:2]]
-    ['c = 1: scores × 1', "attention of 'sat', c = 1"]
-    >>> plt.close(fig)
-    """
-    tokens = tuple(example.tokens)
-    i = _token_index(tokens, query)
-    c = as_real_array(scales, "scales", min_ndim=1)
-    weights = projection_scale_weights(example.x, example.w_q, example.w_k, c)  # (S, n, n)
-    fig, axes = plt.subplots(len(c), 2, figsize=(7.5, 2.5 * len(c) + 0.5),
-                             layout="constrained", squeeze=False)
-    for (left, right), factor, w in zip(axes, c, weights, strict=True):
-        attention_heatmap(w, tokens, tokens, ax=left, vmin=0.0, vmax=1.0, colorbar=False,
-                          title=f"c = {factor:g}: scores × {factor * factor:g}")
-        weights_bar(w[i], tokens, ax=right, highlight=int(np.argmax(w[i])), fmt="{:.2f}",
-                    title=f"attention of {tokens[i]!r}, c = {factor:g}",
-                    ylabel=f"weight of {tokens[i]!r}")
-        right.set_ylim(0.0, 1.15)
-    fig.colorbar(axes[0, 0].images[0], ax=list(axes[:, 0]), label="weight", shrink=0.6)
-    fig.suptitle("Multiplying W_Q and W_K by c multiplies the scores by c²")
-    return fig
-
-
 def projection_scale_explorer(
     example: Any,
     *,
@@ -284,7 +163,7 @@ def projection_scale_explorer(
 
     Live: a logarithmic slider for ``c`` (0.1 to 100) redraws the heatmap of
     the weights and the bar chart of the row of ``query``. Static fallback:
-    :func:`projection_scale_grid` at ``scales``.
+    :func:`attention_lib.plotting.projection_scale_grid` at ``scales``.
 
     Parameters
     ----------
@@ -303,7 +182,7 @@ def projection_scale_explorer(
 
     Notes
     -----
-    The weights come from :func:`projection_scale_weights`.
+    The weights come from :func:`attention_lib.projection_scale_weights`.
 
     Examples
     --------
@@ -350,165 +229,6 @@ def projection_scale_explorer(
 # Softmax saturation: weights, entropy and gradient size (chapter 04)
 # --------------------------------------------------------------------------------------
 
-_DK_CHOICES = tuple(2**i for i in range(11))  # 1, 2, 4, ..., 1024
-
-
-def _positive_int(value: Any, name: str, minimum: int) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool):
-        raise TypeError(f"{name}={value!r}; expected an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value}; expected an integer >= {minimum}")
-    return int(value)
-
-
-def saturation_scores(
-    d_k: int,
-    *,
-    scale: float = 1.0,
-    divide_by_sqrt_dk: bool = True,
-    n_keys: int = 8,
-    seed: int = 0,
-) -> np.ndarray:
-    r"""Scores of one random query against ``n_keys`` random keys (the saturation explorer's).
-
-    The pure-numpy part of :func:`saturation_explorer` (no widgets, no plots).
-
-    Parameters
-    ----------
-    d_k : int
-        Size of the query and key vectors, at least 1.
-    scale : float, default 1.0
-        Extra multiplier :math:`c` of the scores (an inverse temperature).
-    divide_by_sqrt_dk : bool, default True
-        Divide the dot products by :math:`\sqrt{d_k}` (scaled dot-product
-        attention) or not.
-    n_keys : int, default 8
-        Number of keys, at least 2.
-    seed : int, default 0
-        The draw for each ``d_k`` comes from ``np.random.default_rng([seed, d_k])``,
-        so it does not change when ``scale`` or ``divide_by_sqrt_dk`` change.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n_keys,)
-
-    Notes
-    -----
-    The query :math:`q` and the keys :math:`k_j` have independent standard
-    normal coordinates, and
-
-    .. math::
-
-        s_j = c\,\frac{q \cdot k_j}{\sqrt{d_k}}
-        \quad\text{or, undivided,}\quad s_j = c\; q \cdot k_j .
-
-    Examples
-    --------
-    >>> s = saturation_scores(64)
-    >>> s.shape
-    (8,)
-    >>> bool(np.allclose(saturation_scores(64, divide_by_sqrt_dk=False), 8 * s))
-    True
-    >>> bool(np.allclose(saturation_scores(64, scale=3.0), 3 * s))
-    True
-    """
-    d_k = _positive_int(d_k, "d_k", 1)
-    n_keys = _positive_int(n_keys, "n_keys", 2)
-    c = float(as_real_array(scale, "scale", min_ndim=0))
-    if not isinstance(divide_by_sqrt_dk, bool | np.bool_):
-        raise TypeError(f"divide_by_sqrt_dk={divide_by_sqrt_dk!r}; expected True or False")
-    rng = np.random.default_rng([_positive_int(seed, "seed", 0), d_k])
-    q = rng.standard_normal(d_k)  # (d_k,)
-    k = rng.standard_normal((n_keys, d_k))  # (n_keys, d_k)
-    scores = k @ q  # (n_keys,)
-    if divide_by_sqrt_dk:
-        scores = scores / math.sqrt(d_k)
-    return c * scores
-
-
-def _saturation_title(scale: float, d_k: int, divide: bool) -> str:
-    how = r"$\div\sqrt{d_k}$" if divide else r"not $\div\sqrt{d_k}$"
-    return f"c = {scale:g}, $d_k$ = {d_k}, {how}"
-
-
-def _saturation_bars(ax: Any, scores: np.ndarray, title: str, *, annotate: bool = True) -> Any:
-    """Bar chart of softmax(scores) with entropy and Jacobian size in the title."""
-    st = saturation_stats(scores)
-    labels = [f"k{j + 1}" for j in range(scores.shape[0])]
-    weights_bar(st.weights, labels, ax=ax, highlight=int(np.argmax(st.weights)),
-                fmt="{:.2f}", ylabel="weight", annotate=annotate)
-    ax.set_ylim(0.0, 1.15)
-    ax.set_xlabel("key")
-    ax.set_title(f"{title}\nmax w = {float(st.weights.max()):.2f}, "
-                 f"H = {float(st.entropy):.2f}\n"
-                 rf"$\|J\|_F$ = {float(st.jacobian_norm):.3f}", fontsize=10)
-    return ax
-
-
-def saturation_grid(
-    *,
-    scales: ArrayLike = (1, 3, 10, 30),
-    d_ks: ArrayLike = (1, 8, 128, 1024),
-    d_k: int = 64,
-    n_keys: int = 8,
-    seed: int = 0,
-) -> Figure:
-    r"""Small multiples of :func:`saturation_explorer`'s key slider positions.
-
-    Top row: ``d_k`` fixed, scores divided by :math:`\sqrt{d_k}`, one panel per
-    scale :math:`c` in ``scales``. Bottom row: :math:`c = 1`, scores *not*
-    divided, one panel per size in ``d_ks``. Each panel shows the weights of
-    one random query over ``n_keys`` keys, with their entropy :math:`H` and
-    the Frobenius norm of the softmax Jacobian in the title.
-
-    Parameters
-    ----------
-    scales : array_like of float
-        Scales for the top row.
-    d_ks : array_like of int
-        Key sizes for the bottom row.
-    d_k : int, default 64
-        Key size of the top row.
-    n_keys, seed : int
-        As in :func:`saturation_scores`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-
-    Examples
-    --------
-    >>> fig = saturation_grid(scales=[1, 30], d_ks=[1, 1024])
-    >>> len(fig.axes)
-    4
-    >>> fig.axes[0].get_title().splitlines()[0]
-    'c = 1, $d_k$ = 64, $\\div\\sqrt{d_k}$'
-    >>> plt.close(fig)
-    """
-    c = as_real_array(scales, "scales", min_ndim=1)
-    dims = [_positive_int(int(d) if float(d).is_integer() else d, "d_ks", 1)
-            for d in as_real_array(d_ks, "d_ks", min_ndim=1)]
-    cols = max(len(c), len(dims))
-    fig, axes = plt.subplots(2, cols, figsize=(2.2 * cols, 6.6), layout="constrained",
-                             squeeze=False, sharey=True)
-    for col in range(cols):
-        if col < len(c):
-            s = saturation_scores(d_k, scale=float(c[col]), n_keys=n_keys, seed=seed)
-            _saturation_bars(axes[0, col], s, _saturation_title(float(c[col]), d_k, True),
-                             annotate=False)
-        else:
-            axes[0, col].set_axis_off()
-        if col < len(dims):
-            s = saturation_scores(dims[col], divide_by_sqrt_dk=False, n_keys=n_keys, seed=seed)
-            _saturation_bars(axes[1, col], s, _saturation_title(1, dims[col], False),
-                             annotate=False)
-        else:
-            axes[1, col].set_axis_off()
-    for ax in axes[:, 1:].ravel():
-        ax.set_ylabel("")
-    fig.suptitle(f"One random query, {n_keys} keys. Top: larger scale c. "
-                 r"Bottom: larger $d_k$, not divided")
-    return fig
 
 
 def saturation_explorer(
@@ -524,9 +244,9 @@ def saturation_explorer(
     Live: a logarithmic slider for the scale :math:`c` (0.1 to 100), a slider
     for :math:`d_k` (powers of two, 1 to 1024) and a check box "divide by
     :math:`\sqrt{d_k}`" redraw the weights of one random query
-    (:func:`saturation_scores`) and, beside them, the entropy and the size of
+    (:func:`attention_lib.saturation_scores`) and, beside them, the entropy and the size of
     the softmax Jacobian as functions of :math:`c` with the current
-    :math:`c` marked. Static fallback: :func:`saturation_grid`.
+    :math:`c` marked. Static fallback: :func:`attention_lib.plotting.saturation_grid`.
 
     Parameters
     ----------
@@ -534,9 +254,10 @@ def saturation_explorer(
         Initial key size (a power of two up to 1024) and the key size of the
         fallback's top row.
     n_keys, seed : int
-        As in :func:`saturation_scores`.
+        As in :func:`attention_lib.saturation_scores`.
     scales, d_ks : array_like
-        The positions shown in the static fallback (see :func:`saturation_grid`).
+        The positions shown in the static fallback (see
+        :func:`attention_lib.plotting.saturation_grid`).
 
     Returns
     -------

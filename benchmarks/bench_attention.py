@@ -1,8 +1,11 @@
 """Speed and memory of four implementations of scaled dot-product attention.
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_attention.py``).
-Prints three tables and writes ``benchmarks/results/attention.json`` for the
-chapters to load. See ``benchmarks/README.md`` for how to read them.
+Prints the CPU model and SIMD level with three tables and writes the results to
+``_build/bench/attention.json`` (untracked). ``make bench-store`` (``--store``)
+writes them instead into the package, ``attention_lib/data/attention_benchmark.json``,
+which the chapters read through ``attention_lib.stored_benchmark()``. See
+``benchmarks/README.md`` for how to read the tables.
 
 Implementations, all on the same inputs (h heads of n positions, d = 64):
 
@@ -28,6 +31,7 @@ same rounds: its GFLOP/s is the machine's practical limit for this shape.
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
 import json
 import os
@@ -40,9 +44,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_info
 
 import attention_lib as al
-from attention_lib import _blas
 
 try:  # optional comparison
     import torch
@@ -50,7 +54,9 @@ try:  # optional comparison
 except ImportError:  # pragma: no cover - depends on the environment
     torch = None
 
-RESULTS = Path(__file__).resolve().parent / "results" / "attention.json"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "_build" / "bench" / "attention.json"  # untracked
+STORED = ROOT / "attention_lib" / "data" / "attention_benchmark.json"  # packaged
 IMPLEMENTATIONS = ("naive", "attention_lib", "tiled", "torch")
 
 
@@ -88,13 +94,24 @@ def naive_attention(q, k, v, causal=False):
 
 
 def attention_flops(n: int, d: int, h: int, causal: bool) -> float:
-    """4 n^2 d per head (two n x n x d products), halved under the causal mask."""
-    return 4.0 * n * n * d * h / (2 if causal else 1)
+    """FLOPs of the two products over the allowed (query, key) pairs, for h heads.
+
+    ``al.attention_flops`` counts 2 d per pair in each product; under the causal
+    mask there are n (n + 1) / 2 pairs (``al.causal_pairs``), not n^2 / 2.
+    """
+    return float(h * al.attention_flops(n, n, d, causal=causal).total)
+
+
+def blas_libraries() -> list[dict]:
+    """threadpoolctl's view of every BLAS in the process: kernel (architecture) and threads."""
+    return [{k: lib.get(k) for k in ("internal_api", "architecture", "num_threads", "version",
+                                     "filepath")}
+            for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
 def blas_threads() -> int | None:
-    functions = _blas._openblas_functions()
-    return None if functions is None else int(functions[0]())
+    numpy_blas = [lib for lib in blas_libraries() if "numpy" in lib["filepath"]]
+    return numpy_blas[0]["num_threads"] if numpy_blas else None
 
 
 # OpenBLAS's worker threads busy-wait for about 0.1 s after a multi-threaded
@@ -310,7 +327,7 @@ def check_targets(records, memory):
         results.append({"target": name, "value": value, "median_round_ratio": per_round,
                         "limit": limit, "met": value <= limit})
 
-    for n in (1024, 4096):
+    for n in (1024, 2048, 4096):
         ratio_target(f"tiled float32 causal n={n} <= 1.5 x torch", "tiled", "float32", True,
                      n, 1.5)
     for dtype in ("float32", "float64"):
@@ -335,8 +352,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few repeats (a smoke test, not a measurement)")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory table")
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON")
+    parser.add_argument("--output", type=Path, default=RESULTS,
+                        help=f"where to write the JSON (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--store", action="store_true",
+                        help=f"write the packaged results, {STORED.relative_to(ROOT)}, "
+                        "that the chapters read")
     args = parser.parse_args(argv)
+    if args.store:
+        args.output = STORED
 
     heads, d = 8, 64
     if args.quick:
@@ -345,10 +368,10 @@ def main(argv: list[str] | None = None) -> None:
         def repeats_for(n):
             return 2
     else:
-        sizes, memory_sizes = (256, 1024, 4096), (8192, 16384)
+        sizes, memory_sizes = (256, 1024, 2048, 4096), (8192, 16384)
 
         def repeats_for(n):
-            return {256: 15, 1024: 11}.get(n, 3)
+            return {256: 15, 1024: 11, 2048: 5}.get(n, 3)
 
     load_start = os.getloadavg()
     started = time.perf_counter()
@@ -359,6 +382,8 @@ def main(argv: list[str] | None = None) -> None:
     targets, target_text = check_targets(records, memory)
 
     machine = {
+        **al.cpu_description(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(), "numpy": np.__version__,
         "torch": None if torch is None else torch.__version__,
         "cpus": al.tiled._available_cpus(), "blas_threads": blas_threads(),
@@ -366,8 +391,13 @@ def main(argv: list[str] | None = None) -> None:
         "tiled_workers": al.tiled._available_cpus(),
         "load_average_start": load_start, "load_average_end": load_end,
         "processor": platform.processor() or platform.machine(),
+        "blas": blas_libraries(),
     }
     times_table, ratio_table = speed_tables(records, matmuls, sizes)
+    kernels = ", ".join(f"{b['internal_api']} {b['version']} ({b['architecture']} kernels)"
+                        for b in machine["blas"])
+    print(f"\nCPU: {machine['cpu_model']}, {machine['simd']}, {machine['cpus']} CPUs; "
+          f"numpy {machine['numpy']}, torch {machine['torch']}; BLAS: {kernels}")
     print(f"\nAttention, h={heads} heads, d={d}: best of "
           f"{', '.join(f'{repeats_for(n)} (n={n})' for n in sizes)} interleaved runs")
     print(f"threads: numpy BLAS {machine['blas_threads']}, torch {machine['torch_threads']}, "
@@ -392,6 +422,11 @@ def main(argv: list[str] | None = None) -> None:
                "elapsed_s": elapsed, "quick": args.quick}
     args.output.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
+    if args.store:
+        print("These are the packaged results the chapters read: the next `make book` "
+              "re-executes every notebook.")
+    else:
+        print("(untracked; `make bench-store` writes the packaged results the chapters read)")
 
 
 if __name__ == "__main__":

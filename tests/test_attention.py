@@ -15,68 +15,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from reference import reference_attention
 
 from attention_lib import causal_mask, project_qkv, scaled_dot_product_attention
 
-# --------------------------------------------------------------------------------------
-# Independent slow reference
-# --------------------------------------------------------------------------------------
+# The independent slow reference, reference_attention, is in tests/reference.py.
 
 
-def reference_attention(q, k, v, mask=None, causal=False):
-    """softmax(q k^T / sqrt(d_k)) v, one query at a time.
-
-    ``mask`` (bool, broadcastable to ``(..., n_q, n_k)``) holds True where the
-    query may attend to the key. With ``causal`` query ``i`` may attend to key
-    ``j`` only when ``j <= i + n_k - n_q``. A query with no key left gets zero
-    weights and a zero output row (the ``fully_masked="zero"`` policy).
-    Returns ``(output, weights)`` in float64.
-    """
-    q = np.asarray(q, dtype=np.float64)
-    k = np.asarray(k, dtype=np.float64)
-    v = np.asarray(v, dtype=np.float64)
-    n_q, d_k = q.shape[-2:]
-    n_k, d_v = v.shape[-2:]
-    lead = [q.shape[:-2], k.shape[:-2], v.shape[:-2]]
-    if mask is not None:
-        mask = np.asarray(mask, dtype=bool)
-        mask = mask.reshape((1,) * max(0, 2 - mask.ndim) + mask.shape)
-        lead.append(mask.shape[:-2])
-    batch = np.broadcast_shapes(*lead)
-    q = np.broadcast_to(q, (*batch, n_q, d_k))
-    k = np.broadcast_to(k, (*batch, n_k, d_k))
-    v = np.broadcast_to(v, (*batch, n_k, d_v))
-    if mask is not None:
-        mask = np.broadcast_to(mask, (*batch, n_q, n_k))
-
-    output = np.zeros((*batch, n_q, d_v))
-    weights = np.zeros((*batch, n_q, n_k))
-    for b in np.ndindex(*batch):
-        qb, kb, vb = q[b].tolist(), k[b].tolist(), v[b].tolist()
-        mb = None if mask is None else mask[b].tolist()
-        for i in range(n_q):
-            allowed = []
-            for j in range(n_k):
-                ok = True if mb is None else bool(mb[i][j])
-                if causal and j > i + n_k - n_q:
-                    ok = False
-                allowed.append(ok)
-            if not any(allowed):
-                continue  # zero weights, zero output
-            scores = []
-            for j in range(n_k):
-                dot = math.fsum(qb[i][c] * kb[j][c] for c in range(d_k))
-                scores.append(dot / math.sqrt(d_k))
-            biggest = max(s for s, ok in zip(scores, allowed, strict=True) if ok)
-            exps = [math.exp(s - biggest) if ok else 0.0
-                    for s, ok in zip(scores, allowed, strict=True)]
-            total = math.fsum(exps)
-            row = [e / total for e in exps]
-            for j in range(n_k):
-                weights[(*b, i, j)] = row[j]
-            for c in range(d_v):
-                output[(*b, i, c)] = math.fsum(row[j] * vb[j][c] for j in range(n_k))
-    return output, weights
 
 
 def reference_causal(n_q, n_k):
@@ -675,3 +620,114 @@ def test_inputs_are_not_modified(causal):
     scaled_dot_product_attention(q, k, v, causal=causal)
     for a, b in zip((q, k, v), before, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------------------
+# unusual but legitimate input
+# --------------------------------------------------------------------------------------
+
+
+def test_float16_is_accumulated_in_float32():
+    # 70000 equal scores: each weight is 1/70000 and the output is the mean of v = 1
+    # (a float16 row sum would overflow 65504 and give 0).
+    q = np.zeros((1, 4), np.float16)
+    k = np.zeros((70000, 4), np.float16)
+    v = np.ones((70000, 1), np.float16)
+    out, w = scaled_dot_product_attention(q, k, v)
+    assert out.dtype == w.dtype == np.float16
+    assert out[0, 0] == 1.0
+
+
+def test_float16_agrees_with_the_float64_reference():
+    rng = np.random.default_rng(1616)
+    q, k, v = (rng.normal(size=(2, 40, 8)).astype(np.float16) for _ in range(3))
+    out, _ = scaled_dot_product_attention(q, k, v, causal=True)
+    expected, _ = reference_attention(*(a.astype(np.float64) for a in (q, k, v)), causal=True)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=5e-3)
+
+
+def test_masked_arrays_are_refused():
+    q = np.ma.masked_array(np.ones((2, 3)), mask=False)
+    with pytest.raises(TypeError, match=r"^q is a numpy masked array"):
+        scaled_dot_product_attention(q, np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_the_callers_error_state_does_not_matter():
+    q = np.array([[1.0, 0.0]])
+    k = np.array([[0.0, 0.0], [-1400.0, 0.0]])  # scores 0 and -1000: exp underflows to 0
+    v = np.array([[1.0], [2.0]])
+    with np.errstate(all="raise"):
+        out, w = scaled_dot_product_attention(q, k, v)
+    np.testing.assert_array_equal(w, [[1.0, 0.0]])
+    np.testing.assert_array_equal(out, [[1.0]])
+
+
+def test_time_spans_are_refused():
+    t = np.ones((2, 3), dtype="timedelta64[ms]")
+    with pytest.raises(TypeError, match=r"^k has dtype timedelta64\[ms\]"):
+        scaled_dot_product_attention(np.ones((2, 3)), t, np.ones((2, 3)))
+
+
+def test_ragged_mask_is_a_value_error_naming_the_mask():
+    with pytest.raises(ValueError, match=r"^mask could not be turned into an array"):
+        scaled_dot_product_attention(np.ones((2, 3)), np.ones((2, 3)), np.ones((2, 3)),
+                                     mask=[[True, True], [True]])
+
+
+def test_fully_masked_zero_holds_for_causal_with_more_queries_than_keys():
+    rng = np.random.default_rng(51)
+    q, k, v = rng.normal(size=(5, 4)), rng.normal(size=(3, 4)), rng.normal(size=(3, 2))
+    with pytest.raises(ValueError, match=r"n_q=5 queries and n_k=3 keys"):
+        scaled_dot_product_attention(q, k, v, causal=True)
+    out, w = scaled_dot_product_attention(q, k, v, causal=True, fully_masked="zero")
+    # Query i sits at position i - 2: the first two see no key.
+    explicit = np.arange(3)[None, :] <= np.arange(5)[:, None] - 2
+    out_m, w_m = scaled_dot_product_attention(q, k, v, mask=explicit, fully_masked="zero")
+    np.testing.assert_array_equal(out[:2], 0.0)
+    np.testing.assert_array_equal(w[:2], 0.0)
+    np.testing.assert_array_equal(out, out_m)
+    np.testing.assert_array_equal(w, w_m)
+    np.testing.assert_allclose(out[2:], reference_attention(q[2:], k, v, causal=True)[0],
+                               rtol=0, atol=1e-12)
+
+
+def test_fully_masked_message_counts_query_rows_not_mask_rows():
+    mask = np.array([[False, False], [True, True]])  # (n_q, n_k), shared by a batch of 3
+    with pytest.raises(ValueError, match=r"^mask leaves 3 query row\(s\) .* index \(0, 0\), "
+                                         r"\(1, 0\), \(2, 0\);"):
+        scaled_dot_product_attention(np.ones((3, 2, 4)), np.ones((2, 4)), np.ones((2, 4)), mask)
+
+
+def test_overflow_message_names_the_batch_index():
+    q = np.ones((2, 3, 2))
+    q[1, 2] = 1e200
+    k = np.full((4, 2), 1e200)
+    with pytest.raises(ValueError, match=r"overflow float64: 4 score\(s\) are not finite, the "
+                                         r"first at \(\.\.\., query, key\) index \(1, 2, 0\)"):
+        scaled_dot_product_attention(q, k, np.ones((4, 1)))
+
+
+def test_overflow_to_minus_infinity_is_reported_like_tiled_attention():
+    # One score is -inf, the other finite: a softmax would still give a number, but the
+    # input does not fit the dtype, and both implementations say so.
+    from attention_lib import tiled_attention
+
+    q = np.array([[1e200, 1e200]])
+    k = np.array([[-1e200, -1e200], [1.0, 1.0]])
+    v = np.ones((2, 1))
+    with pytest.raises(ValueError, match="overflow float64"):
+        scaled_dot_product_attention(q, k, v)
+    with pytest.raises(ValueError, match="overflow float64"):
+        tiled_attention(q, k, v)
+
+
+def test_nan_error_uses_little_memory():
+    import tracemalloc
+
+    x = np.full((1000, 1000), np.nan)  # 8 MB, every entry bad
+    tracemalloc.start()
+    with pytest.raises(ValueError, match=r"q contains 1000000 NaN .* first at index \(0, 0\)"):
+        scaled_dot_product_attention(x, np.ones((2, 1000)), np.ones((2, 1)))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < x.nbytes / 2  # boolean flags only, no list of every bad index

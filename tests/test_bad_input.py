@@ -366,3 +366,20 @@ def test_projection_nan_and_none(name):
         project_with(name, value)
     with pytest.raises(TypeError, match=rf"^{name} is None"):
         project_with(name, None)
+
+
+# --------------------------------------------------------------------------------------
+# arrays from another library whose conversion fails
+# --------------------------------------------------------------------------------------
+
+
+def test_torch_tensors_that_numpy_cannot_read_get_a_type_error_naming_the_argument():
+    torch = pytest.importorskip("torch", reason="torch is optional (not in requirements.txt)")
+    good = np.ones((2, 3))
+    needs_grad = torch.ones((2, 3), requires_grad=True)
+    with pytest.raises(TypeError, match=r"^q of type Tensor could not be turned into a numpy "
+                                        r"array \(RuntimeError"):
+        scaled_dot_product_attention(needs_grad, good, good)
+    bf16 = torch.ones((2, 3), dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match=r"^k of type Tensor could not be turned into a numpy"):
+        scaled_dot_product_attention(good, bf16, good)

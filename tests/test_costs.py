@@ -168,26 +168,6 @@ def test_score_matrix_bytes_is_what_numpy_allocates(dtype):
     assert al.score_matrix_bytes(7, 5, dtype) == np.empty((7, 5), dtype=dtype).nbytes
 
 
-def test_best_time_takes_the_minimum_of_the_calls():
-    clock = iter([0.0, 5.0, 10.0, 12.0, 20.0, 24.0])  # durations 5, 2, 4
-    calls = []
-    best = al.best_time(lambda: calls.append(1), repeat=3, timer=lambda: next(clock))
-    assert best == 2.0
-    assert len(calls) == 3
-
-
-def test_best_time_measures_real_time():
-    assert al.best_time(lambda: sum(range(1000)), repeat=2) > 0
-
-
-@pytest.mark.parametrize("p, c", [(2.0, 3.0), (1.0, 0.5), (0.5, 10.0)])
-def test_power_law_fit_recovers_exact_laws(p, c):
-    x = np.array([2.0, 8.0, 32.0, 128.0])
-    exponent, prefactor = al.power_law_fit(x, c * x**p)
-    assert exponent == pytest.approx(p, rel=1e-12)
-    assert prefactor == pytest.approx(c, rel=1e-10)
-
-
 def test_bad_inputs_name_the_argument():
     with pytest.raises(ValueError, match="n_q"):
         al.causal_pairs(5, 3)
@@ -197,13 +177,4 @@ def test_bad_inputs_name_the_argument():
         al.layer_flops(0, 4)
     with pytest.raises(TypeError, match="causal"):
         al.attention_flops(2, 2, 2, causal="yes")
-    with pytest.raises(ValueError, match="repeat"):
-        al.best_time(lambda: None, repeat=0)
-    with pytest.raises(TypeError, match="fn"):
-        al.best_time(3)
-    with pytest.raises(ValueError, match="y has non-positive"):
-        al.power_law_fit([1, 2], [1, 0])
-    with pytest.raises(ValueError, match="two distinct"):
-        al.power_law_fit([2, 2], [1, 3])
-    with pytest.raises(ValueError, match="equal 1-D"):
-        al.power_law_fit([1, 2, 3], [1, 2])
+

@@ -1,8 +1,8 @@
 """Tests of the KV cache.
 
-The reference is full causal attention over the whole sequence, computed here
-from the equation with ``einsum`` and an explicit ``j <= i`` mask (no
-``attention_lib`` code). Decoding with the cache, one position or a few at a
+The reference is full causal attention over the whole sequence, computed by
+the shared loop reference of ``tests/reference.py`` (no ``attention_lib``
+code). Decoding with the cache, one position or a few at a
 time, must give the same rows.
 """
 
@@ -12,19 +12,14 @@ import math
 
 import numpy as np
 import pytest
+from reference import reference_attention
 
 from attention_lib import KVCache
 
 
 def reference_causal_attention(q, k, v):
-    """Full causal attention, (..., n, d_k) x (..., n, d_k) x (..., n, d_v), in float64."""
-    n = q.shape[-2]
-    scores = np.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
-    future = np.arange(n)[None, :] > np.arange(n)[:, None]
-    scores = np.where(future, -np.inf, scores)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    w = e / e.sum(axis=-1, keepdims=True)
-    return np.einsum("...ij,...jd->...id", w, v), w
+    """Full causal attention (n_q = n_k) by the shared loop reference: (output, weights)."""
+    return reference_attention(q, k, v, causal=True)
 
 
 def random_sequence(seed, lead=(2, 3), n=23, d_k=8, d_v=5, dtype=np.float64):
@@ -217,3 +212,12 @@ def test_keys_and_values_cannot_be_made_writeable():
             view.flags.writeable = True
         with pytest.raises(ValueError):
             view[0, 0] = 5.0
+
+
+def test_keys_and_values_of_different_float_dtypes_are_refused():
+    cache = KVCache()
+    with pytest.raises(TypeError, match=r"^k has dtype float32 but v has dtype float64"):
+        cache.append(np.ones((2, 4), np.float32), np.ones((2, 4), np.float64))
+    assert len(cache) == 0 and cache.dtype is None  # nothing was stored
+    cache.append(np.ones((2, 4), np.float32), np.ones((2, 4), np.float32))
+    assert cache.dtype == np.float32

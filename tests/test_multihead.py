@@ -249,6 +249,7 @@ def test_heads_use_columns_of_w_qkv_and_rows_of_w_o():
 @st.composite
 def multihead_inputs(draw):
     """A seeded layer, x, optional context and mask with broadcasting batch axes."""
+    # (the third of the mutually broadcastable shapes is unused: the mask's axes are drawn below)
     num_heads = draw(st.integers(1, 4))
     d_head = draw(st.integers(1, 3))
     d_model = num_heads * d_head
@@ -258,13 +259,18 @@ def multihead_inputs(draw):
     n_k = draw(st.integers(n_q if causal else 1, 6)) if cross else n_q
     shapes = draw(hnp.mutually_broadcastable_shapes(
         num_shapes=3, min_dims=0, max_dims=2, min_side=1, max_side=3))
-    lx, lc, lm = shapes.input_shapes
+    lx, lc, _ = shapes.input_shapes
     elements = st.floats(-2.0, 2.0, allow_nan=False, allow_infinity=False)
     x = draw(hnp.arrays(np.float64, (*lx, n_q, d_model), elements=elements))
     context = (draw(hnp.arrays(np.float64, (*lc, n_k, d_model), elements=elements))
                if cross else None)
     mask = None
     if draw(st.booleans()):
+        # The mask's leading axes broadcast to the batch of x and context without adding
+        # any: one axis more than that would be a head axis (a mask per head).
+        batch = np.broadcast_shapes(lx, lc if cross else ())
+        kept = batch[len(batch) - draw(st.integers(0, len(batch))):]
+        lm = tuple(draw(st.sampled_from([1, size])) for size in kept)
         mask = draw(hnp.arrays(np.bool_, (*lm, n_q, n_k)))
         mask[..., 0] = True  # key 0 is visible under the causal rule too: no empty row
     mha = make(d_model, num_heads, seed=draw(st.integers(0, 2**32 - 1)))
@@ -512,3 +518,34 @@ def test_split_heads_bad_input(x, h, exc, pattern):
 def test_merge_heads_needs_a_head_axis():
     with pytest.raises(ValueError, match=r"^x has 2 dimension"):
         merge_heads(np.ones((2, 4)))
+
+
+# --------------------------------------------------------------------------------------
+# a mask per head
+# --------------------------------------------------------------------------------------
+
+
+def test_a_mask_per_head_applies_to_its_head():
+    rng = np.random.default_rng(61)
+    mha = MultiHeadAttention(8, 2, rng=rng)
+    x = rng.normal(size=(1, 5, 8))
+    causal = np.tri(5, dtype=bool)
+    window = causal & ~np.tri(5, k=-2, dtype=bool)  # each query sees itself and one before
+    per_head = np.stack([causal, window])[None]  # (1, h, n, n)
+    out, w = mha(x, mask=per_head)
+    assert out.shape == (1, 5, 8) and w.shape == (1, 2, 5, 5)
+    # Head i with mask i equals that head when the whole layer uses mask i.
+    _, w_causal = mha(x, mask=causal)
+    _, w_window = mha(x, mask=window)
+    np.testing.assert_array_equal(w[0, 0], w_causal[0, 0])
+    np.testing.assert_array_equal(w[0, 1], w_window[0, 1])
+    assert np.all(w[0, 1][~window] == 0)
+
+
+def test_a_mask_with_batch_axes_the_input_lacks_is_refused():
+    mha = MultiHeadAttention(8, 2, rng=np.random.default_rng(0))
+    x = np.ones((1, 5, 8))
+    with pytest.raises(ValueError, match=r"^mask has shape \(3, 1, 2, 5, 5\).*one mask per head"):
+        mha(x, mask=np.ones((3, 1, 2, 5, 5), dtype=bool))
+    with pytest.raises(ValueError, match=r"^mask has shape \(1, 3, 5, 5\)"):
+        mha(x, mask=np.ones((1, 3, 5, 5), dtype=bool))  # 3 heads' masks for 2 heads

@@ -12,12 +12,6 @@ from attention_lib.plotting import attention_heatmap, weights_bar
 TOKENS = ["The", "cat", "sat", "on"]
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
-
-
 @pytest.fixture
 def ax():
     fig, ax = plt.subplots()

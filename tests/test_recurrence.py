@@ -201,3 +201,9 @@ def test_bad_inputs_name_the_argument():
         al.recurrent_matrix(3, 1.0, 42)
     with pytest.raises(ValueError, match="NaN"):
         al.rnn_forward(np.full_like(x, np.nan), w, u)
+
+
+@pytest.mark.parametrize(("d_h", "error"), [(2.5, TypeError), (True, TypeError), (0, ValueError)])
+def test_recurrent_matrix_size_errors_match_the_other_functions(d_h, error):
+    with pytest.raises(error, match=rf"^d_h={d_h!r}; expected a positive integer"):
+        al.recurrent_matrix(d_h, 0.9, np.random.default_rng(0))

@@ -197,7 +197,7 @@ def test_saturation_stats_bad_input():
 
 
 def test_explorer_scores_scale_and_division():
-    from attention_lib.widgets import saturation_scores
+    from attention_lib.saturation import saturation_scores
 
     for d_k in (1, 16, 1024):
         divided = saturation_scores(d_k, seed=3)
@@ -212,7 +212,7 @@ def test_explorer_scores_scale_and_division():
 
 def test_explorer_scores_have_the_variance_of_the_argument():
     # Over many seeds, q . k / sqrt(d_k) should have mean ~0 and variance ~1, q . k variance ~d_k.
-    from attention_lib.widgets import saturation_scores
+    from attention_lib.saturation import saturation_scores
 
     for d_k in (4, 256):
         divided = np.concatenate([saturation_scores(d_k, seed=s) for s in range(300)])
@@ -234,7 +234,7 @@ def test_explorer_scores_have_the_variance_of_the_argument():
     ],
 )
 def test_explorer_scores_bad_input(kwargs, error, words):
-    from attention_lib.widgets import saturation_scores
+    from attention_lib.saturation import saturation_scores
 
     with pytest.raises(error, match=words):
         saturation_scores(**kwargs)
@@ -243,7 +243,8 @@ def test_explorer_scores_bad_input(kwargs, error, words):
 def test_grid_panels_report_the_library_numbers():
     import matplotlib.pyplot as plt
 
-    from attention_lib.widgets import saturation_grid, saturation_scores
+    from attention_lib.plotting import saturation_grid
+    from attention_lib.saturation import saturation_scores
 
     fig = saturation_grid(scales=[1, 3, 10], d_ks=[1, 8, 128], d_k=64)
     assert len(fig.axes) == 6

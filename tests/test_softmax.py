@@ -302,3 +302,76 @@ def test_input_is_not_modified_in_either_dtype(dtype, masked):
     mask = np.array([True, False, True]) if masked else None
     softmax(x, mask=mask)
     np.testing.assert_array_equal(x, before)
+
+
+# --------------------------------------------------------------------------------------
+# unusual but legitimate input
+# --------------------------------------------------------------------------------------
+
+
+def test_float16_row_longer_than_float16_can_sum():
+    # 70000 equal logits: a float16 sum of 70000 ones would overflow 65504.
+    w = softmax(np.zeros(70000, np.float16))
+    assert w.dtype == np.float16
+    expected = np.float16(1 / 70000)  # a subnormal float16, the nearest to 1/70000
+    assert np.all(w == expected)
+    assert abs(float(w.astype(np.float64).sum()) - 1.0) < 0.01
+
+
+def test_float16_weights_agree_with_float64():
+    rng = np.random.default_rng(16)
+    x = rng.normal(size=(4, 300)).astype(np.float16)
+    w = softmax(x)
+    assert w.dtype == np.float16
+    e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(w, e / e.sum(axis=-1, keepdims=True), rtol=2e-3, atol=1e-6)
+
+
+def test_masked_arrays_are_refused_not_silently_unmasked():
+    x = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 0, 1])
+    with pytest.raises(TypeError, match=r"^x is a numpy masked array .*mask would be silently"):
+        softmax(x)
+    with pytest.raises(TypeError, match=r"^mask is a numpy masked array"):
+        softmax([1.0, 2.0], mask=np.ma.masked_array([True, True], mask=[0, 1]))
+
+
+def test_the_callers_error_state_does_not_matter():
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal(softmax([0.0, -1000.0]), [1.0, 0.0])
+        np.testing.assert_array_equal(softmax([1e308, -1e308]), [1.0, 0.0])
+        w = softmax([[1.0, 2.0], [3.0, 4.0]], mask=[[False, False], [True, True]],
+                    fully_masked="zero")
+        np.testing.assert_array_equal(w[0], [0.0, 0.0])
+
+
+def test_no_warning_on_the_widest_finite_range():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any RuntimeWarning fails the test
+        np.testing.assert_array_equal(softmax([1e308, -1e308]), [1.0, 0.0])
+        np.testing.assert_array_equal(softmax(np.array([3e38, -3e38], np.float32)), [1.0, 0.0])
+
+
+def test_time_spans_are_not_numbers():
+    with pytest.raises(TypeError, match=r"^x has dtype timedelta64\[s\]; expected an array"):
+        softmax(np.array([1, 2], dtype="timedelta64[s]"))
+
+
+def test_ragged_mask_names_the_mask():
+    with pytest.raises(ValueError, match=r"^mask could not be turned into an array .*rectangular"):
+        softmax([[1.0, 2.0], [3.0, 4.0]], mask=[[True, True], [True]])
+
+
+class _Unconvertible:
+    """Stands for another library's array whose conversion to numpy fails (a tensor that
+    requires grad, a bfloat16 tensor): ``__array__`` raises that library's error."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise RuntimeError("Can't call numpy() on Tensor that requires grad.")
+
+
+def test_objects_that_fail_conversion_get_a_type_error_naming_the_argument():
+    with pytest.raises(TypeError, match=r"^x of type _Unconvertible could not be turned into a "
+                                        r"numpy array \(RuntimeError: Can't call numpy"):
+        softmax(_Unconvertible())

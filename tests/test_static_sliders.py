@@ -43,3 +43,17 @@ def test_labels_are_escaped():
 def test_bad_input(kwargs, error, match):
     with pytest.raises(error, match=match):
         softmax_slider(**kwargs)
+
+
+def test_script_and_style_come_from_the_asset_files():
+    from pathlib import Path
+
+    import attention_lib
+
+    assets = Path(attention_lib.__file__).parent / "assets"
+    markup = softmax_slider([1.0, 2.0], ["a", "b"])._repr_html_()
+    css = (assets / "softmax_slider.css").read_text(encoding="utf-8")
+    js = (assets / "softmax_slider.js").read_text(encoding="utf-8")
+    assert f"<style>{css}</style>" in markup
+    uid = markup.split('id="', 1)[1].split('"', 1)[0]
+    assert "<script>" + js.replace("__ROOT_ID__", f'"{uid}"') + "</script>" in markup

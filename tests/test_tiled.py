@@ -1,9 +1,9 @@
 """Tests of tiled attention (online softmax over key blocks).
 
-Two references: ``scaled_dot_product_attention`` (the library's plain version,
-which materialises the whole score matrix, so the two share only input
-validation) and, independently of the library, a float64 ``einsum``
-implementation written here from the equation.
+Two references: ``scaled_dot_product_attention`` (the library's readable
+version, which materialises the whole score matrix, so the two share only input
+validation) and, independently of the library, the loop reference of
+``tests/reference.py``.
 """
 
 from __future__ import annotations
@@ -12,20 +12,24 @@ import math
 
 import numpy as np
 import pytest
+from reference import reference_attention as loop_reference
 
 from attention_lib import online_softmax_row, scaled_dot_product_attention, tiled_attention
 
 
 def reference_attention(q, k, v, causal=False):
-    """softmax(q k^T / sqrt(d_k)) v in float64; causal queries are the last n_q positions."""
+    """The output of softmax(q k^T / sqrt(d_k)) v in float64, causal queries last.
+
+    The shared loop reference (tests/reference.py) up to 50000 scores; above
+    that, to keep the suite fast, the library's readable
+    ``scaled_dot_product_attention`` in float64, which the tests of
+    ``test_attention.py`` check against the loop reference.
+    """
     q, k, v = (np.asarray(a, dtype=np.float64) for a in (q, k, v))
-    n_q, n_k = q.shape[-2], k.shape[-2]
-    scores = np.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
-    if causal:
-        position = np.arange(n_q)[:, None] + (n_k - n_q)
-        scores = np.where(np.arange(n_k)[None, :] > position, -np.inf, scores)
-    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    return np.einsum("...ij,...jd->...id", e / e.sum(axis=-1, keepdims=True), v)
+    batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if math.prod(batch) * q.shape[-2] * k.shape[-2] <= 50_000:
+        return loop_reference(q, k, v, causal=causal)[0]
+    return scaled_dot_product_attention(q, k, v, causal=causal)[0]
 
 
 def random_qkv(seed, lead, n_q, n_k, d_k=16, d_v=8, dtype=np.float64, scale=1.0):
@@ -108,8 +112,9 @@ def test_a_large_problem_uses_the_default_thread_pool(monkeypatch):
     q, k, v = random_qkv(7, (4,), 800, 800, d_k=8, d_v=4, dtype=np.float32)
     got = tiled_attention(q, k, v, causal=True)
     np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
-    if tiled.blas_thread_control_available() and tiled._available_cpus() > 1:
-        assert len(pools) == 1 and pools[0] >= 2
+    if not tiled._numpy_blas() or tiled._available_cpus() < 2:
+        pytest.skip("one CPU, or a BLAS that threadpoolctl cannot control: no thread pool")
+    assert len(pools) == 1 and pools[0] >= 2
     small = tiled_attention(q[:, :100], k[:, :100], v[:, :100], causal=True)
     assert small.shape == (4, 100, 4) and len(pools) <= 1  # small problems stay serial
 
@@ -193,15 +198,28 @@ def test_causal_with_more_queries_than_keys():
     assert tiled_attention(np.ones((5, 4)), np.ones((3, 4)), np.ones((3, 2))).shape == (5, 2)
 
 
-@pytest.mark.parametrize("block_size", [0, -1, (4,), (4, 0), 2.5, True, (4, 4, 4)])
-def test_bad_block_size(block_size):
-    with pytest.raises(ValueError, match="block_size="):
+@pytest.mark.parametrize(
+    ("block_size", "error", "message"),
+    [
+        (0, ValueError, r"block_size\[0\]=0; expected a positive integer"),
+        (-1, ValueError, r"block_size\[0\]=-1; expected a positive integer"),
+        ((4,), ValueError, r"block_size=\(4,\); expected a positive integer or a pair"),
+        ((4, 0), ValueError, r"block_size\[1\]=0; expected a positive integer"),
+        (2.5, TypeError, r"block_size\[0\]=2.5; expected a positive integer"),
+        (True, TypeError, r"block_size\[0\]=True; expected a positive integer"),
+        ((4, 4, 4), ValueError, r"block_size=\(4, 4, 4\); expected"),
+    ],
+)
+def test_bad_block_size(block_size, error, message):
+    with pytest.raises(error, match=message):
         tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), block_size=block_size)
 
 
-@pytest.mark.parametrize("workers", [0, -2, 1.5, True])
-def test_bad_workers(workers):
-    with pytest.raises(ValueError, match="workers="):
+@pytest.mark.parametrize(
+    ("workers", "error"), [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)]
+)
+def test_bad_workers(workers, error):
+    with pytest.raises(error, match=rf"^workers={workers!r}; expected a positive integer"):
         tiled_attention(np.ones((3, 4)), np.ones((3, 4)), np.ones((3, 4)), workers=workers)
 
 
@@ -213,14 +231,12 @@ def test_scores_that_overflow_are_reported():
 
 
 # --------------------------------------------------------------------------------------
-# plain attention's causal path, which works on blocks of 128 query rows
+# causal attention on sequences longer than one tile
 # --------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n_q", "n_k"), [(130, 130), (70, 200), (200, 201), (300, 300)])
-def test_plain_causal_attention_on_sequences_longer_than_one_row_block(n_q, n_k):
-    # scaled_dot_product_attention skips the future 128 query rows at a time;
-    # check it (and tiled_attention) against the reference beyond one block.
+def test_causal_attention_on_sequences_longer_than_one_tile(n_q, n_k):
     q, k, v = random_qkv(n_q + n_k, (2,), n_q, n_k, d_k=8, d_v=3)
     expected = reference_attention(q, k, v, causal=True)
     out, w = scaled_dot_product_attention(q, k, v, causal=True)
@@ -252,28 +268,129 @@ def test_plain_causal_attention_in_float32_stays_float32():
 
 
 # --------------------------------------------------------------------------------------
-# the BLAS thread control that the thread pool relies on
+# numpy's BLAS thread count while the thread pool runs
 # --------------------------------------------------------------------------------------
 
 
-def test_single_threaded_blas_restores_the_thread_count_after_nesting():
-    from attention_lib import _blas
+def _blas_or_skip():
+    import attention_lib.tiled as tiled
 
-    functions = _blas._openblas_functions()
-    if functions is None:
-        pytest.skip("numpy's BLAS is not an OpenBLAS whose threads can be set")
-    get, set_ = functions
-    before = get()
+    libraries = tiled._numpy_blas()
+    if not libraries:
+        pytest.skip("numpy's BLAS is not one that threadpoolctl can control")
+    return tiled, libraries[0]
+
+
+def test_one_blas_thread_restores_the_thread_count_after_nesting():
+    tiled, blas = _blas_or_skip()
+    before = blas.get_num_threads()
     try:
-        set_(2)
-        with _blas.single_threaded_blas():
-            assert get() == 1
-            with _blas.single_threaded_blas():
-                assert get() == 1
-            assert get() == 1  # the outer block is still running
-        assert get() == 2
-        with pytest.raises(RuntimeError), _blas.single_threaded_blas():
+        blas.set_num_threads(2)
+        with tiled._one_blas_thread():
+            assert blas.get_num_threads() == 1
+            with tiled._one_blas_thread():
+                assert blas.get_num_threads() == 1
+            assert blas.get_num_threads() == 1  # the outer block is still running
+        assert blas.get_num_threads() == 2
+        with pytest.raises(RuntimeError), tiled._one_blas_thread():
             raise RuntimeError("an error inside the block")
-        assert get() == 2  # restored on the way out of an exception too
+        assert blas.get_num_threads() == 2  # restored on the way out of an exception too
     finally:
-        set_(before)
+        blas.set_num_threads(before)
+
+
+def test_a_thread_count_set_meanwhile_is_kept():
+    tiled, blas = _blas_or_skip()
+    before = blas.get_num_threads()
+    try:
+        blas.set_num_threads(2)
+        with tiled._one_blas_thread():
+            blas.set_num_threads(3)  # the user's own change while the pool runs
+        assert blas.get_num_threads() == 3
+    finally:
+        blas.set_num_threads(before)
+
+
+def test_one_worker_leaves_blas_alone(monkeypatch):
+    tiled, blas = _blas_or_skip()
+    seen = []
+    original = tiled._attend_query_block
+
+    def recording(*args):
+        seen.append(blas.get_num_threads())
+        return original(*args)
+
+    monkeypatch.setattr(tiled, "_attend_query_block", recording)
+    before = blas.get_num_threads()
+    q, k, v = random_qkv(11, (2,), 40, 40)
+    tiled_attention(q, k, v, block_size=8, workers=1)
+    assert seen and set(seen) == {before}
+    serial_tiles = len(seen)
+    tiled_attention(q, k, v, block_size=8, workers=2)
+    assert set(seen[serial_tiles:]) == {1}  # the pool ran with one BLAS thread
+    assert blas.get_num_threads() == before
+
+
+# --------------------------------------------------------------------------------------
+# unusual but legitimate input
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_k", [100, 70000])
+def test_float16_is_accumulated_in_float32(n_k):
+    # Equal scores: the output is the mean of v. A float16 accumulator of 100 values of
+    # 1000 overflows (inf), and 70000 ones overflow the row sum (NaN).
+    q = np.zeros((1, 4), np.float16)
+    k = np.zeros((n_k, 4), np.float16)
+    v = np.full((n_k, 2), 1000.0, np.float16)
+    out = tiled_attention(q, k, v, block_size=(1, 512))
+    assert out.dtype == np.float16
+    np.testing.assert_array_equal(out, [[1000.0, 1000.0]])
+
+
+def test_float16_agrees_with_the_float64_reference():
+    q, k, v = random_qkv(1616, (2,), 60, 60, dtype=np.float16)
+    got = tiled_attention(q, k, v, causal=True, block_size=(16, 24))
+    assert got.dtype == np.float16
+    expected = reference_attention(q, k, v, causal=True)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=5e-3)
+
+
+def test_the_callers_error_state_does_not_matter():
+    q, k, v = random_qkv(12, (), 30, 30, d_k=4, scale=30.0)  # scores far apart: exp underflows
+    with np.errstate(all="raise"):
+        got = tiled_attention(q, k, v, causal=True, block_size=(8, 8), workers=1)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=1e-10)
+
+
+def test_masked_arrays_are_refused():
+    q = np.ma.masked_array(np.ones((2, 3)), mask=False)
+    with pytest.raises(TypeError, match=r"^q is a numpy masked array"):
+        tiled_attention(q, np.ones((2, 3)), np.ones((2, 3)))
+
+
+def test_overflow_message_names_batch_query_and_key():
+    q = np.ones((2, 3, 2))
+    q[1, 2] = 1e200
+    k = np.full((4, 2), 1e200)
+    with pytest.raises(ValueError, match=r"overflow float64: the score at \(\.\.\., query, key\) "
+                                         r"index \(1, 2, 0\) is not finite"):
+        tiled_attention(q, k, np.ones((4, 1)), block_size=2, workers=1)
+
+
+def test_causal_tiles_build_no_score_matrix():
+    import tracemalloc
+
+    n = 2048
+    q, k, v = random_qkv(13, (), n, n, d_k=8, d_v=8, dtype=np.float32)
+    tracemalloc.start()
+    out = tiled_attention(q, k, v, causal=True, workers=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak - out.nbytes < n * n // 4  # far below even a boolean n x n mask
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_online_softmax_row_keeps_the_dtype(dtype):
+    trace = online_softmax_row([np.array([1.0, 2.0], dtype)], [np.ones((2, 3), dtype)])
+    assert trace.output.dtype == trace.running_max.dtype == trace.running_sum.dtype == dtype

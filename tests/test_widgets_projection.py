@@ -21,18 +21,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attention_lib.examples import cat_sat_on
-from attention_lib.widgets import (
-    Explorer,
-    projection_scale_explorer,
-    projection_scale_grid,
-    projection_scale_weights,
-)
-
-
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+from attention_lib.plotting import projection_scale_grid
+from attention_lib.saturation import projection_scale_weights
+from attention_lib.widgets import Explorer, projection_scale_explorer
 
 
 def reference_weights(x, w_q, w_k, c):

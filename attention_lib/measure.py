@@ -1,0 +1,203 @@
+r"""Measuring: timers, power-law fits, the CPU, and the stored benchmark results.
+
+Counting in closed form lives in :mod:`attention_lib.costs`; this module holds
+what depends on a machine. Times vary between machines and runs: the chapters
+quote the stored results of ``make bench-store``, which name the CPU they
+were measured on, rather than timings taken while the book builds.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import as_real_array, describe, positive_int
+
+__all__ = ["best_time", "cpu_description", "power_law_fit", "stored_benchmark"]
+
+BENCHMARK_RESOURCE = "attention_benchmark.json"
+
+
+def best_time(
+    fn: Callable[[], Any], *, repeat: int = 5, timer: Callable[[], float] = time.perf_counter
+) -> float:
+    """Shortest wall-clock time of ``repeat`` calls of ``fn``, in seconds.
+
+    Parameters
+    ----------
+    fn : callable taking no arguments
+    repeat : int, default 5
+    timer : callable returning seconds, default ``time.perf_counter``
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    The minimum is the least disturbed measurement: other processes and
+    caches can only make a call slower. Times vary between machines and runs;
+    never treat them as exact.
+
+    Examples
+    --------
+    >>> ticks = iter([0.0, 3.0, 10.0, 11.0])          # a fake clock
+    >>> best_time(lambda: None, repeat=2, timer=lambda: next(ticks))
+    1.0
+    """
+    if not callable(fn):
+        raise TypeError(f"fn is {type(fn).__name__}; expected a callable with no arguments")
+    repeat = positive_int(repeat, "repeat")
+    best = float("inf")
+    for _ in range(repeat):
+        start = timer()
+        fn()
+        best = min(best, timer() - start)
+    return best
+
+
+def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
+    r"""Fit :math:`y = c\, x^p` by least squares on a log-log scale.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (m,)
+        Positive values, at least two distinct ``x``.
+
+    Returns
+    -------
+    exponent : float
+        :math:`p`, the slope of :math:`\log y` against :math:`\log x`.
+    prefactor : float
+        :math:`c`.
+
+    Notes
+    -----
+    .. math:: \log y = p \log x + \log c,
+
+    fitted with ``np.polyfit(log x, log y, 1)``. Doubling :math:`x`
+    multiplies :math:`y` by :math:`2^p`.
+
+    Examples
+    --------
+    >>> p, c = power_law_fit([1, 2, 4], [3, 12, 48])
+    >>> round(p, 6), round(c, 6)
+    (2.0, 3.0)
+    """
+    x = as_real_array(x, "x")
+    y = as_real_array(y, "y")
+    if x.ndim != 1 or x.shape != y.shape:
+        raise ValueError(f"x has {describe(x)} and y {describe(y)}; expected two equal 1-D arrays")
+    for name, a in (("x", x), ("y", y)):
+        if (a <= 0).any():
+            raise ValueError(f"{name} has non-positive values; a power law needs positive data")
+    if np.unique(x).size < 2:
+        raise ValueError("x has fewer than two distinct values; cannot fit a slope")
+    slope, intercept = np.polyfit(np.log(x), np.log(y), 1)
+    return float(slope), float(np.exp(intercept))
+
+
+def _simd_level(flags: set[str]) -> str:
+    """The widest x86 vector extension among the CPU ``flags`` (as in /proc/cpuinfo)."""
+    for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                       ("sse4_2", "SSE4.2"), ("asimd", "NEON (ASIMD)")):
+        if flag in flags:
+            return name
+    return "unknown"
+
+
+def cpu_description(cpuinfo: str | None = None) -> dict[str, str]:
+    r"""The CPU model and its widest SIMD level, read from ``/proc/cpuinfo``.
+
+    Parameters
+    ----------
+    cpuinfo : str, optional
+        The text of ``/proc/cpuinfo``; read from the file by default. Where the
+        file does not exist (not Linux), the model is ``platform.processor()``
+        and the SIMD level ``"unknown"``.
+
+    Returns
+    -------
+    dict
+        ``{"cpu_model": ..., "simd": ...}``, the SIMD level being one of
+        ``"AVX-512"`` (flag ``avx512f``), ``"AVX2"``, ``"AVX"``, ``"SSE4.2"``,
+        ``"NEON (ASIMD)"`` or ``"unknown"``.
+
+    Examples
+    --------
+    >>> cpu_description("model name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
+    {'cpu_model': 'Some CPU', 'simd': 'AVX2'}
+    """
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8") as f:
+                cpuinfo = f.read()
+        except OSError:
+            return {"cpu_model": platform.processor() or platform.machine(), "simd": "unknown"}
+    model, flags = "", set()
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key in ("model name", "Model", "cpu model") and not model:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+    return {"cpu_model": model or platform.processor() or platform.machine(),
+            "simd": _simd_level(flags)}
+
+
+def stored_benchmark() -> dict[str, Any]:
+    """The attention benchmark results stored with the library (``make bench-store``).
+
+    Read from the package's data (``attention_lib/data/attention_benchmark.json``)
+    through ``importlib.resources``, so it works from an installed wheel too.
+
+    Returns
+    -------
+    dict
+        The parsed JSON, with the keys
+
+        ``machine``
+            Where it ran: ``cpu_model``, ``simd`` (``"AVX-512"``, ``"AVX2"``,
+            ...), ``cpus``, ``python``, ``numpy``, ``torch`` (None when torch
+            was not installed), ``date`` (ISO 8601), ``processor``, the thread
+            counts (``blas_threads``, ``torch_threads``, ``tiled_workers``)
+            and the load average at start and end.
+        ``heads``, ``d``, ``sizes``, ``repeats``
+            The shapes timed: ``heads`` heads of ``n`` positions for ``n`` in
+            ``sizes``, vectors of size ``d``; ``repeats[str(n)]`` rounds.
+        ``timings``
+            One record per (dtype, causal, n, implementation): ``impl`` (one of
+            ``"naive"``, ``"attention_lib"``, ``"tiled"``, ``"torch"``),
+            ``dtype``, ``causal``, ``n``, ``best_s``, ``median_s``,
+            ``times_s`` (every run), ``flops``, ``gflops``,
+            ``fraction_of_matmul``, ``output_dtype``, ``max_abs_error``.
+        ``matmul``
+            The plain numpy product of the same size per (dtype, causal, n):
+            ``best_s``, ``gflops``, ``times_s``.
+        ``memory``
+            Peak memory per (n, implementation): ``peak_bytes``,
+            ``returned_bytes``, ``extra_bytes`` (float32, one head, d = 64).
+        ``targets``
+            Each goal with its ``value``, ``limit`` and whether it was ``met``.
+        ``elapsed_s``, ``quick``
+            Duration of the run, and whether it was the quick smoke test.
+
+    Examples
+    --------
+    >>> bench = stored_benchmark()
+    >>> sorted(bench)[:4]
+    ['d', 'elapsed_s', 'heads', 'machine']
+    >>> {r["impl"] for r in bench["timings"]} >= {"attention_lib", "tiled"}
+    True
+    """
+    text = resources.files("attention_lib").joinpath("data", BENCHMARK_RESOURCE).read_text(
+        encoding="utf-8")
+    return json.loads(text)
