@@ -91,3 +91,50 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'attention_lib' has no attribute {name!r}")
+
+# Part IV: word order, training, the Transformer block.
+from . import training  # noqa: E402
+from .block import (  # noqa: E402
+    TransformerBlock,
+    block_parameter_count,
+    feed_forward,
+    gpt_parameter_count,
+    layer_norm,
+)
+from .positions import (  # noqa: E402
+    apply_rotary,
+    position_frequencies,
+    sinusoidal_positions,
+    sinusoidal_shift_matrix,
+)
+from .training import (  # noqa: E402
+    Adam,
+    TrainingResult,
+    export_retrieval_model,
+    load_retrieval_model,
+    retrieval_forward,
+    shift_forward,
+    train_retrieval,
+    train_shift,
+)
+
+__all__ += [
+    "Adam",
+    "TrainingResult",
+    "TransformerBlock",
+    "apply_rotary",
+    "block_parameter_count",
+    "export_retrieval_model",
+    "feed_forward",
+    "gpt_parameter_count",
+    "layer_norm",
+    "load_retrieval_model",
+    "position_frequencies",
+    "retrieval_forward",
+    "shift_forward",
+    "sinusoidal_positions",
+    "sinusoidal_shift_matrix",
+    "train_retrieval",
+    "train_shift",
+    "training",
+]
