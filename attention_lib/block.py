@@ -332,14 +332,18 @@ class TransformerBlock:
                 "memory is " + ("None" if memory is None else "given")
                 + "; expected memory exactly when the block has cross-attention "
                 + f"(cross_attention={self.cross_attn is not None})")
+        dtype = common_float_dtype(xa)  # the weights are cast to it: float32 stays float32
+        xa = xa.astype(dtype, copy=False)
+        ffn = [w.astype(dtype, copy=False) for w in (self.w1, self.b1, self.w2, self.b2)]
+        norms = [(g.astype(dtype, copy=False), b.astype(dtype, copy=False))
+                 for g, b in self.norms]
         weights: dict[str, np.ndarray] = {}
         sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
         if self.cross_attn is not None:
-            mem = as_real_array(memory, "memory", min_ndim=2)
+            mem = as_real_array(memory, "memory", min_ndim=2).astype(dtype, copy=False)
             sublayers.append(("cross", lambda h: self.cross_attn(h, mem)))
-        sublayers.append(("ffn", lambda h: (feed_forward(h, self.w1, self.b1, self.w2,
-                                                         self.b2), None)))
-        for (name, sublayer), (gamma, beta) in zip(sublayers, self.norms, strict=True):
+        sublayers.append(("ffn", lambda h: (feed_forward(h, *ffn), None)))
+        for (name, sublayer), (gamma, beta) in zip(sublayers, norms, strict=True):
             if self.norm == "pre":
                 out, w = sublayer(layer_norm(xa, gamma, beta))
                 xa = xa + out  # (..., n, d_model): the residual stream
