@@ -11,8 +11,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import examples
+from . import examples, training
 from .attention import causal_mask, project_qkv, scaled_dot_product_attention
+from .block import (
+    TransformerBlock,
+    block_parameter_count,
+    feed_forward,
+    gpt_parameter_count,
+    layer_norm,
+)
 from .costs import (
     attention_flops,
     causal_pairs,
@@ -28,6 +35,12 @@ from .kv_cache import KVCache
 from .masks import padding_mask
 from .measure import best_time, cpu_description, power_law_fit, stored_benchmark
 from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .positions import (
+    apply_rotary,
+    position_frequencies,
+    sinusoidal_positions,
+    sinusoidal_shift_matrix,
+)
 from .recurrence import (
     recurrent_matrix,
     rnn_forward,
@@ -46,6 +59,16 @@ from .saturation import (
 )
 from .softmax import softmax
 from .tiled import OnlineSoftmaxTrace, online_softmax_row, tiled_attention
+from .training import (
+    Adam,
+    TrainingResult,
+    export_retrieval_model,
+    load_retrieval_model,
+    retrieval_forward,
+    shift_forward,
+    train_retrieval,
+    train_shift,
+)
 
 __all__ = [
     # Chapter 1: softmax turns scores into weights
@@ -97,9 +120,30 @@ __all__ = [
     "tiled_attention",
     "cpu_description",
     "stored_benchmark",
+    # Chapter 11: word order
+    "apply_rotary",
+    "position_frequencies",
+    "sinusoidal_positions",
+    "sinusoidal_shift_matrix",
+    # Chapter 12: training attention
+    "training",
+    "Adam",
+    "TrainingResult",
+    "export_retrieval_model",
+    "load_retrieval_model",
+    "retrieval_forward",
+    "shift_forward",
+    "train_retrieval",
+    "train_shift",
+    # Chapter 13: the Transformer block
+    "TransformerBlock",
+    "block_parameter_count",
+    "feed_forward",
+    "gpt_parameter_count",
+    "layer_norm",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {"plotting", "widgets"}
 

@@ -1,0 +1,443 @@
+r"""The Transformer block around attention: layer norm, feed-forward network, residuals.
+
+Dimension letters used in the shape comments:
+
+- ``...``      leading batch axes
+- ``n``        number of positions of the sequence the block transforms
+- ``m``        number of positions of the encoder's output (cross-attention)
+- ``d_model``  size of a token representation (the residual stream)
+- ``d_ff``     width of the feed-forward network's hidden layer (usually ``4 d_model``)
+
+A block maps ``(..., n, d_model)`` to ``(..., n, d_model)``, so blocks stack.
+Pre-norm (GPT-2 and most models since) normalises the input of each sublayer
+and adds the sublayer's output to the untouched residual stream; post-norm
+(the 2017 paper) normalises after the addition:
+
+.. math::
+
+    \text{pre-norm:}\quad x \leftarrow x + F(\operatorname{LN}(x)), \qquad
+    \text{post-norm:}\quad x \leftarrow \operatorname{LN}(x + F(x)).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._validation import as_real_array, common_float_dtype, describe
+from .multihead import MultiHeadAttention, _positive_int
+
+__all__ = [
+    "TransformerBlock",
+    "block_parameter_count",
+    "feed_forward",
+    "gpt_parameter_count",
+    "layer_norm",
+]
+
+
+def layer_norm(
+    x: ArrayLike,
+    gamma: ArrayLike | None = None,
+    beta: ArrayLike | None = None,
+    *,
+    eps: float = 1e-5,
+) -> np.ndarray:
+    r"""Normalise every row to mean 0 and variance 1 over its last axis, then scale and shift.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        One row per token.
+    gamma : array_like, shape (d,), optional
+        Gain per feature; defaults to ones.
+    beta : array_like, shape (d,), optional
+        Bias per feature; defaults to zeros.
+    eps : float, default 1e-5
+        Added to the variance before the square root (PyTorch's default).
+
+    Returns
+    -------
+    numpy.ndarray, shape of ``x``
+        float32 stays float32; integer input is computed in float64.
+
+    Notes
+    -----
+    With the mean and the *population* variance (divided by :math:`d`, not
+    :math:`d - 1`, as ``torch.nn.LayerNorm``) of each row,
+
+    .. math::
+
+        \mu = \frac1d \sum_j x_j, \qquad \sigma^2 = \frac1d \sum_j (x_j - \mu)^2,
+
+        \operatorname{LN}(x)_j = \gamma_j \frac{x_j - \mu}{\sqrt{\sigma^2 + \varepsilon}}
+            + \beta_j .
+
+    Examples
+    --------
+    >>> layer_norm(np.array([1.0, 2.0, 3.0]), eps=0.0).round(4)
+    array([-1.2247,  0.    ,  1.2247])
+    >>> layer_norm(np.array([[1.0, 3.0]]), gamma=[2.0, 2.0], beta=[0.5, 0.5], eps=0.0)
+    array([[-1.5,  2.5]])
+    """
+    xa = as_real_array(x, "x")
+    if isinstance(eps, bool | np.bool_) or not isinstance(eps, int | float | np.floating):
+        raise TypeError(f"eps={eps!r}; expected a non-negative real number")
+    if not (math.isfinite(float(eps)) and eps >= 0):
+        raise ValueError(f"eps={eps!r}; expected a finite number >= 0")
+    d = xa.shape[-1]
+    params = {}
+    for name, value in (("gamma", gamma), ("beta", beta)):
+        if value is None:
+            continue
+        pa = as_real_array(value, name)
+        if pa.shape != (d,):
+            raise ValueError(
+                f"{name} has {describe(pa)}; expected shape ({d},), one entry per feature "
+                f"of x ({describe(xa)})"
+            )
+        params[name] = pa
+    dtype = common_float_dtype(xa, *params.values())
+    xa = xa.astype(dtype, copy=False)
+    mu = xa.mean(axis=-1, keepdims=True)  # (..., 1)
+    centred = xa - mu  # (..., d)
+    var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1), population variance
+    out = centred / np.sqrt(var + dtype.type(eps))
+    if "gamma" in params:
+        out = out * params["gamma"].astype(dtype, copy=False)
+    if "beta" in params:
+        out = out + params["beta"].astype(dtype, copy=False)
+    return out
+
+
+def feed_forward(
+    x: ArrayLike,
+    w1: ArrayLike,
+    b1: ArrayLike,
+    w2: ArrayLike,
+    b2: ArrayLike,
+    *,
+    activation: Literal["relu", "gelu"] = "relu",
+) -> np.ndarray:
+    r"""The position-wise feed-forward network: two linear maps with a nonlinearity between.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d_model)
+    w1 : array_like, shape (d_model, d_ff)
+    b1 : array_like, shape (d_ff,)
+    w2 : array_like, shape (d_ff, d_model)
+    b2 : array_like, shape (d_model,)
+    activation : {"relu", "gelu"}, default "relu"
+        ReLU as in the 2017 paper, or GELU (tanh approximation) as in GPT-2.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n, d_model)
+
+    Notes
+    -----
+    Applied to every position separately, with the same weights:
+
+    .. math:: \operatorname{FFN}(x) = \phi(x W_1 + b_1)\, W_2 + b_2, \qquad
+              \phi(u) = \max(0, u) \ \text{(ReLU)}.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, -1.0]])
+    >>> feed_forward(x, np.eye(2), np.zeros(2), np.eye(2), np.zeros(2))  # ReLU(x)
+    array([[1., 0.]])
+    """
+    xa = as_real_array(x, "x")
+    arrays = {name: as_real_array(a, name) for name, a in
+              (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))}
+    d_model = xa.shape[-1]
+    w1a, b1a, w2a, b2a = arrays.values()
+    if w1a.ndim != 2 or w1a.shape[0] != d_model:
+        raise ValueError(f"w1 has {describe(w1a)}; expected shape (d_model, d_ff) with "
+                         f"d_model={d_model} (the last axis of x)")
+    d_ff = w1a.shape[1]
+    expected = {"b1": (d_ff,), "w2": (d_ff, d_model), "b2": (d_model,)}
+    for name, shape in expected.items():
+        if arrays[name].shape != shape:
+            raise ValueError(f"{name} has {describe(arrays[name])}; expected shape {shape} "
+                             f"(d_model={d_model}, d_ff={d_ff})")
+    if activation not in ("relu", "gelu"):
+        raise ValueError(f"activation={activation!r}; expected 'relu' or 'gelu'")
+    dtype = common_float_dtype(xa, *arrays.values())
+    w1a, b1a, w2a, b2a = (a.astype(dtype, copy=False) for a in arrays.values())
+    hidden = xa.astype(dtype, copy=False) @ w1a + b1a  # (..., n, d_ff)
+    if activation == "relu":
+        hidden = np.maximum(hidden, dtype.type(0))
+    else:
+        c = math.sqrt(2.0 / math.pi)
+        hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * hidden**3)))
+    return hidden @ w2a + b2a  # (..., n, d_model)
+
+
+class TransformerBlock:
+    r"""One Transformer layer: self-attention, optional cross-attention, feed-forward network.
+
+    Parameters
+    ----------
+    d_model : int
+        Size of the residual stream.
+    num_heads : int
+        Heads of each attention sublayer; must divide ``d_model``.
+    d_ff : int, optional
+        Hidden width of the feed-forward network; defaults to ``4 * d_model``.
+    norm : {"pre", "post"}, default "pre"
+        Where the layer norms sit (see Notes).
+    causal : bool, default False
+        Mask the future in self-attention (a decoder block).
+    cross_attention : bool, default False
+        Add a sublayer that attends from the block's sequence to an encoder's
+        output, ``memory`` (the decoder of an encoder-decoder model).
+    rng : numpy.random.Generator, optional
+        Source of the initial weights.
+
+    Attributes
+    ----------
+    self_attn, cross_attn : MultiHeadAttention (``cross_attn`` is None without cross-attention)
+    w1, b1, w2, b2 : numpy.ndarray
+        Feed-forward weights, shapes (d_model, d_ff), (d_ff,), (d_ff, d_model), (d_model,).
+    norms : list of (gamma, beta)
+        One layer norm per sublayer, each two arrays of shape (d_model,).
+
+    Notes
+    -----
+    With sublayers :math:`F_1, F_2, \dots` (self-attention, cross-attention,
+    feed-forward) and one layer norm per sublayer,
+
+    .. math::
+
+        \text{pre-norm:}\; x \leftarrow x + F_s(\operatorname{LN}_s(x)), \qquad
+        \text{post-norm:}\; x \leftarrow \operatorname{LN}_s(x + F_s(x)).
+
+    Cross-attention takes its queries from the block's sequence and its keys
+    and values from ``memory`` (not normalised here; an encoder ends with its
+    own layer norm in pre-norm models).
+
+    Examples
+    --------
+    >>> block = TransformerBlock(8, 2, rng=np.random.default_rng(0))
+    >>> x = np.random.default_rng(1).normal(size=(5, 8))
+    >>> y, weights = block(x)
+    >>> y.shape, weights["self"].shape
+    ((5, 8), (2, 5, 5))
+    >>> block.num_parameters == block_parameter_count(8, attention_biases=False)
+    True
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int | None = None,
+        *,
+        norm: Literal["pre", "post"] = "pre",
+        causal: bool = False,
+        cross_attention: bool = False,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        d_model = _positive_int(d_model, "d_model")
+        d_ff = 4 * d_model if d_ff is None else _positive_int(d_ff, "d_ff")
+        if norm not in ("pre", "post"):
+            raise ValueError(f"norm={norm!r}; expected 'pre' or 'post'")
+        for name, flag in (("causal", causal), ("cross_attention", cross_attention)):
+            if not isinstance(flag, bool | np.bool_):
+                raise TypeError(f"{name}={flag!r}; expected True or False")
+        if rng is None:
+            rng = np.random.default_rng()
+        self.d_model, self.d_ff, self.norm = d_model, d_ff, norm
+        self.causal = bool(causal)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, rng=rng)
+        self.cross_attn = (MultiHeadAttention(d_model, num_heads, rng=rng)
+                           if cross_attention else None)
+        self.w1 = rng.normal(0.0, 1.0 / math.sqrt(d_model), size=(d_model, d_ff))
+        self.b1 = np.zeros(d_ff)
+        self.w2 = rng.normal(0.0, 1.0 / math.sqrt(d_ff), size=(d_ff, d_model))
+        self.b2 = np.zeros(d_model)
+        n_sub = 3 if cross_attention else 2
+        self.norms = [(np.ones(d_model), np.zeros(d_model)) for _ in range(n_sub)]
+
+    def __repr__(self) -> str:
+        return (f"TransformerBlock(d_model={self.d_model}, num_heads={self.self_attn.num_heads}, "
+                f"d_ff={self.d_ff}, norm={self.norm!r}, causal={self.causal}, "
+                f"cross_attention={self.cross_attn is not None})")
+
+    def parameters(self) -> dict[str, np.ndarray]:
+        """Every weight array by name (attention matrices prefixed ``self.``/``cross.``).
+
+        Examples
+        --------
+        >>> block = TransformerBlock(4, 2, rng=np.random.default_rng(0))
+        >>> sorted(block.parameters())[:4]
+        ['b1', 'b2', 'ln0.beta', 'ln0.gamma']
+        """
+        params = {f"self.{k}": v for k, v in self.self_attn.parameters().items()}
+        if self.cross_attn is not None:
+            params |= {f"cross.{k}": v for k, v in self.cross_attn.parameters().items()}
+        params |= {"w1": self.w1, "b1": self.b1, "w2": self.w2, "b2": self.b2}
+        for i, (gamma, beta) in enumerate(self.norms):
+            params |= {f"ln{i}.gamma": gamma, f"ln{i}.beta": beta}
+        return params
+
+    @property
+    def num_parameters(self) -> int:
+        """Number of weights in the block (the sizes of :meth:`parameters` added up).
+
+        Examples
+        --------
+        >>> TransformerBlock(4, 2, 8, rng=np.random.default_rng(0)).num_parameters
+        156
+        """
+        return sum(int(w.size) for w in self.parameters().values())
+
+    def __call__(
+        self, x: ArrayLike, memory: ArrayLike | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        r"""Transform a sequence, attending to ``memory`` too if the block has cross-attention.
+
+        Parameters
+        ----------
+        x : array_like, shape (..., n, d_model)
+        memory : array_like, shape (..., m, d_model)
+            The encoder's output; required exactly when the block has
+            cross-attention.
+
+        Returns
+        -------
+        y : numpy.ndarray, shape (..., n, d_model)
+        weights : dict
+            ``"self"``: shape (..., h, n, n); ``"cross"`` (with cross-attention):
+            shape (..., h, n, m).
+
+        Examples
+        --------
+        >>> dec = TransformerBlock(8, 2, causal=True, cross_attention=True,
+        ...                        rng=np.random.default_rng(0))
+        >>> y, w = dec(np.ones((3, 8)), memory=np.ones((6, 8)))
+        >>> y.shape, w["cross"].shape
+        ((3, 8), (2, 3, 6))
+        """
+        xa = as_real_array(x, "x", min_ndim=2)
+        if xa.shape[-1] != self.d_model:
+            raise ValueError(f"x has {describe(xa)}; expected shape (..., n, {self.d_model})")
+        if (memory is None) != (self.cross_attn is None):
+            raise ValueError(
+                "memory is " + ("None" if memory is None else "given")
+                + "; expected memory exactly when the block has cross-attention "
+                + f"(cross_attention={self.cross_attn is not None})")
+        dtype = common_float_dtype(xa)  # the weights are cast to it: float32 stays float32
+        xa = xa.astype(dtype, copy=False)
+        ffn = [w.astype(dtype, copy=False) for w in (self.w1, self.b1, self.w2, self.b2)]
+        norms = [(g.astype(dtype, copy=False), b.astype(dtype, copy=False))
+                 for g, b in self.norms]
+        weights: dict[str, np.ndarray] = {}
+        sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
+        if self.cross_attn is not None:
+            mem = as_real_array(memory, "memory", min_ndim=2).astype(dtype, copy=False)
+            sublayers.append(("cross", lambda h: self.cross_attn(h, mem)))
+        sublayers.append(("ffn", lambda h: (feed_forward(h, *ffn), None)))
+        for (name, sublayer), (gamma, beta) in zip(sublayers, norms, strict=True):
+            if self.norm == "pre":
+                out, w = sublayer(layer_norm(xa, gamma, beta))
+                xa = xa + out  # (..., n, d_model): the residual stream
+            else:
+                out, w = sublayer(xa)
+                xa = layer_norm(xa + out, gamma, beta)
+            if w is not None:
+                weights[name] = w
+        return xa, weights
+
+
+def block_parameter_count(
+    d_model: int,
+    d_ff: int | None = None,
+    *,
+    attention_biases: bool = True,
+    cross_attention: bool = False,
+) -> int:
+    r"""Number of parameters of one Transformer block, in closed form.
+
+    Parameters
+    ----------
+    d_model : int
+    d_ff : int, optional
+        Defaults to ``4 * d_model``.
+    attention_biases : bool, default True
+        Count a bias for each of the four attention projections (GPT-2 and
+        GPT-3 have them; :class:`TransformerBlock` does not).
+    cross_attention : bool, default False
+        Count a cross-attention sublayer and its layer norm.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Per attention sublayer :math:`4d^2` weights (+ :math:`4d` biases), per
+    feed-forward network :math:`2 d\, d_{ff} + d_{ff} + d`, per layer norm
+    :math:`2d`. With :math:`d_{ff} = 4d` and biases a decoder-only block has
+
+    .. math:: 12 d^2 + 13 d
+
+    parameters: about :math:`12 d^2` once :math:`d` is large.
+
+    Examples
+    --------
+    >>> block_parameter_count(768)  # one GPT-2 small layer
+    7087872
+    """
+    d = _positive_int(d_model, "d_model")
+    d_ff = 4 * d if d_ff is None else _positive_int(d_ff, "d_ff")
+    n_attn = 2 if cross_attention else 1
+    attention = n_attn * (4 * d * d + (4 * d if attention_biases else 0))
+    ffn = 2 * d * d_ff + d_ff + d
+    norms = (n_attn + 1) * 2 * d
+    return attention + ffn + norms
+
+
+def gpt_parameter_count(
+    n_layers: int, d_model: int, vocab_size: int, context: int, *, d_ff: int | None = None
+) -> int:
+    r"""Parameters of a GPT-2/GPT-3 style decoder-only model, in closed form.
+
+    Parameters
+    ----------
+    n_layers : int
+    d_model : int
+    vocab_size : int
+    context : int
+        Number of learned positions (the context length).
+    d_ff : int, optional
+        Defaults to ``4 * d_model``.
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    Token and position embeddings, ``n_layers`` pre-norm blocks with
+    attention biases, a final layer norm; the output layer shares the token
+    embedding (weight tying), so it adds nothing:
+
+    .. math:: N = L\,(12 d^2 + 13 d) + (V + T)\, d + 2d .
+
+    Examples
+    --------
+    >>> gpt_parameter_count(12, 768, 50257, 1024)  # GPT-2 small
+    124439808
+    """
+    n_layers = _positive_int(n_layers, "n_layers")
+    d = _positive_int(d_model, "d_model")
+    vocab_size = _positive_int(vocab_size, "vocab_size")
+    context = _positive_int(context, "context")
+    blocks = n_layers * block_parameter_count(d, d_ff)
+    return blocks + (vocab_size + context) * d + 2 * d
