@@ -27,8 +27,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
-from .multihead import MultiHeadAttention, _positive_int
+from ._validation import as_real_array, check_flag, common_float_dtype, describe, positive_int
+from .multihead import MultiHeadAttention
 
 __all__ = [
     "TransformerBlock",
@@ -243,13 +243,12 @@ class TransformerBlock:
         cross_attention: bool = False,
         rng: np.random.Generator | None = None,
     ) -> None:
-        d_model = _positive_int(d_model, "d_model")
-        d_ff = 4 * d_model if d_ff is None else _positive_int(d_ff, "d_ff")
+        d_model = positive_int(d_model, "d_model")
+        d_ff = 4 * d_model if d_ff is None else positive_int(d_ff, "d_ff")
         if norm not in ("pre", "post"):
             raise ValueError(f"norm={norm!r}; expected 'pre' or 'post'")
-        for name, flag in (("causal", causal), ("cross_attention", cross_attention)):
-            if not isinstance(flag, bool | np.bool_):
-                raise TypeError(f"{name}={flag!r}; expected True or False")
+        causal = check_flag(causal, "causal")
+        cross_attention = check_flag(cross_attention, "cross_attention")
         if rng is None:
             rng = np.random.default_rng()
         self.d_model, self.d_ff, self.norm = d_model, d_ff, norm
@@ -394,8 +393,8 @@ def block_parameter_count(
     >>> block_parameter_count(768)  # one GPT-2 small layer
     7087872
     """
-    d = _positive_int(d_model, "d_model")
-    d_ff = 4 * d if d_ff is None else _positive_int(d_ff, "d_ff")
+    d = positive_int(d_model, "d_model")
+    d_ff = 4 * d if d_ff is None else positive_int(d_ff, "d_ff")
     n_attn = 2 if cross_attention else 1
     attention = n_attn * (4 * d * d + (4 * d if attention_biases else 0))
     ffn = 2 * d * d_ff + d_ff + d
@@ -435,9 +434,9 @@ def gpt_parameter_count(
     >>> gpt_parameter_count(12, 768, 50257, 1024)  # GPT-2 small
     124439808
     """
-    n_layers = _positive_int(n_layers, "n_layers")
-    d = _positive_int(d_model, "d_model")
-    vocab_size = _positive_int(vocab_size, "vocab_size")
-    context = _positive_int(context, "context")
+    n_layers = positive_int(n_layers, "n_layers")
+    d = positive_int(d_model, "d_model")
+    vocab_size = positive_int(vocab_size, "vocab_size")
+    context = positive_int(context, "context")
     blocks = n_layers * block_parameter_count(d, d_ff)
     return blocks + (vocab_size + context) * d + 2 * d

@@ -24,19 +24,10 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe
+from ._validation import as_real_array, common_float_dtype, describe, positive_int
 
 __all__ = ["apply_rotary", "position_frequencies", "sinusoidal_positions",
            "sinusoidal_shift_matrix"]
-
-
-def _count(value: object, name: str, *, minimum: int = 1) -> int:
-    """``value`` as a Python int >= ``minimum``, or a TypeError/ValueError naming ``name``."""
-    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name}={value!r}; expected an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value}; expected an integer >= {minimum}")
-    return int(value)
 
 
 def _base(base: object) -> float:
@@ -73,7 +64,7 @@ def position_frequencies(d: int, *, base: float = 10000.0) -> np.ndarray:
     >>> position_frequencies(4, base=100.0)
     array([1. , 0.1])
     """
-    d = _count(d, "d")
+    d = positive_int(d, "d")
     b = _base(base)
     i = np.arange((d + 1) // 2, dtype=np.float64)  # (ceil(d/2),)
     return b ** (-2.0 * i / d)
@@ -116,8 +107,8 @@ def sinusoidal_positions(n: int, d: int, *, base: float = 10000.0) -> np.ndarray
            [ 0.8415,  0.5403,  0.01  ,  1.    ],
            [ 0.9093, -0.4161,  0.02  ,  0.9998]])
     """
-    n = _count(n, "n")
-    d = _count(d, "d")
+    n = positive_int(n, "n")
+    d = positive_int(d, "d")
     omega = position_frequencies(d, base=base)  # (ceil(d/2),)
     angles = np.arange(n, dtype=np.float64)[:, None] * omega  # (n, ceil(d/2))
     pe = np.empty((n, d), dtype=np.float64)
@@ -168,7 +159,7 @@ def sinusoidal_shift_matrix(k: float, d: int, *, base: float = 10000.0) -> np.nd
         raise TypeError(f"k={k!r}; expected a real number (the shift in positions)")
     if not math.isfinite(float(k)):
         raise ValueError(f"k={k!r}; expected a finite shift")
-    d = _count(d, "d")
+    d = positive_int(d, "d")
     if d % 2:
         raise ValueError(f"d={d} is odd; expected an even size (one 2 x 2 block per pair)")
     theta = float(k) * position_frequencies(d, base=base)  # (d/2,)

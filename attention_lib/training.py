@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._validation import positive_int
 from .attention import scaled_dot_product_attention
 from .gradients import attention_backward
-from .multihead import _positive_int
 from .positions import sinusoidal_positions
 
 __all__ = [
@@ -147,10 +147,10 @@ def make_retrieval_data(
     >>> bool(np.all(data.keys[np.arange(2), data.target] == data.query))
     True
     """
-    n_sequences = _positive_int(n_sequences, "n_sequences")
-    n_pairs = _positive_int(n_pairs, "n_pairs")
-    n_keys = _positive_int(n_keys, "n_keys")
-    n_values = _positive_int(n_values, "n_values")
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n_pairs = positive_int(n_pairs, "n_pairs")
+    n_keys = positive_int(n_keys, "n_keys")
+    n_values = positive_int(n_values, "n_values")
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs={n_pairs} > n_keys={n_keys}; expected n_pairs <= n_keys, "
                          "since the keys of a sequence are distinct")
@@ -211,10 +211,10 @@ def make_shift_data(
     >>> make_shift_data(3, length=5, rng=np.random.default_rng(0)).tokens.shape
     (3, 5)
     """
-    n_sequences = _positive_int(n_sequences, "n_sequences")
-    length = _positive_int(length, "length")
-    n_tokens = _positive_int(n_tokens, "n_tokens")
-    shift = _positive_int(shift, "shift")
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    length = positive_int(length, "length")
+    n_tokens = positive_int(n_tokens, "n_tokens")
+    shift = positive_int(shift, "shift")
     if shift >= length:
         raise ValueError(f"shift={shift} >= length={length}; expected shift < length")
     tokens = rng.integers(0, n_tokens, size=(n_sequences, length)).astype(np.int64)
@@ -663,7 +663,7 @@ def train_retrieval(
     if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
         raise TypeError(f"seed={seed!r}; expected an integer")
     for name in ("d_model", "d_k", "steps", "batch_size", "n_train", "n_test"):
-        _positive_int(config[name], name)
+        positive_int(config[name], name)
     if n_keys > len(string.ascii_lowercase):
         raise ValueError(f"n_keys={n_keys}; expected at most 26 (keys are named a-z)")
     data_seq, init_seq, batch_seq, test_seq = np.random.SeedSequence(seed).spawn(4)
@@ -744,7 +744,7 @@ def train_shift(
     if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
         raise TypeError(f"seed={seed!r}; expected an integer")
     for name in ("d_model", "d_k", "steps", "batch_size", "n_train", "n_test"):
-        _positive_int(config[name], name)
+        positive_int(config[name], name)
     data_seq, init_seq, batch_seq, test_seq = np.random.SeedSequence(seed).spawn(4)
     sizes = dict(length=length, n_tokens=n_tokens, shift=shift)
     train_data = make_shift_data(n_train, rng=np.random.default_rng(data_seq), **sizes)
