@@ -90,21 +90,22 @@ def test_binder_environment_has_no_build_or_test_tools(binder_env):
         subprocess.run([str(python), "-c", f"import {module}"], check=True)
 
 
-def _run(python: Path, notebook: Path) -> None:
+def _run(python: Path, notebook: Path) -> str:
     env = _clean_env()
     result = subprocess.run([str(python), "-c", RUNNER, str(notebook)], capture_output=True,
                             text=True, cwd=notebook.parent, env=env)
     assert result.returncode == 0, f"{notebook.name} failed:\n{result.stderr[-4000:]}"
+    return result.stdout
 
 
 @pytest.mark.parametrize("name", [p.name for p in CHAPTERS])
 def test_chapter_runs_in_the_binder_environment(binder_env, name):
     python, repo = binder_env
-    _run(python, repo / "chapters" / name)
+    assert f"ran {name}" in _run(python, repo / "chapters" / name)
 
 
 @pytest.mark.parametrize("name", [p.name for p in CHAPTERS])
 def test_chapter_runs_alone_in_an_empty_folder(binder_env, tmp_path, name):
     python, _ = binder_env
     shutil.copy2(ROOT / "chapters" / name, tmp_path / name)
-    _run(python, tmp_path / name)
+    assert f"ran {name}" in _run(python, tmp_path / name)
