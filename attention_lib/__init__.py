@@ -20,6 +20,7 @@ from .block import (
     gpt_parameter_count,
     layer_norm,
 )
+from .exercises import answer_verdict, check_answer
 from .costs import (
     attention_flops,
     causal_pairs,
@@ -71,6 +72,9 @@ from .training import (
 )
 
 __all__ = [
+    # Every chapter: the reader's exercise cells
+    "answer_verdict",
+    "check_answer",
     # Chapter 1: softmax turns scores into weights
     "softmax",
     "examples",
