@@ -5,7 +5,9 @@ JavaScript can redo the computation in the reader's browser, so the website can
 keep a live slider: :func:`softmax_slider` returns a self-contained HTML element
 (no external script, no CDN) that recomputes ``softmax(scale * scores)`` as the
 slider moves and shows the weights to three decimals, their entropy and the
-largest entry of the softmax Jacobian.
+largest entry of the softmax Jacobian. Before its script runs (an untrusted
+notebook strips scripts) the element shows the values at the starting scale,
+computed here, and a note saying how to make the slider move.
 
 The browser tests move the slider and compare the displayed weights with
 :func:`attention_lib.softmax` of the same scaled scores.
@@ -23,8 +25,15 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array
+from .softmax import softmax
 
 __all__ = ["StaticSlider", "softmax_slider"]
+
+# Shown until the script runs (the script removes it).
+STATIC_NOTE = (
+    "The values above are for scale = {value:.2f}. This slider moves when its script runs: "
+    "on the website it does; in JupyterLab, run this cell (or File > Trust Notebook)."
+)
 
 def _asset(name: str) -> str:
     """The text of a browser-side asset shipped in ``attention_lib/assets``."""
@@ -111,20 +120,28 @@ def softmax_slider(
     data = json.dumps([float(x) for x in np.asarray(s, dtype=np.float64)])
     uid = "ss-" + hashlib.sha1(f"{data}{labels}{scale_min}{scale_max}{step}{value}".encode()
                                ).hexdigest()[:10]
+    # The element shows the values at the starting scale before any script runs:
+    # an untrusted notebook (JupyterLab strips scripts from it) and a page without
+    # JavaScript still show numbers, with a note saying why the slider is still.
+    p0 = softmax(value * np.asarray(s, dtype=np.float64))
+    nonzero = p0[p0 > 0]
+    entropy0 = float(-np.sum(nonzero * np.log(nonzero)))
+    grad0 = float(np.max(p0 * (1.0 - p0)))
     rows = "\n".join(
         f'<tr><td>{html.escape(label)}</td>'
-        f'<td class="ss-bar-cell"><div class="ss-bar"></div></td>'
-        f'<td class="ss-weight" data-index="{i}"></td></tr>'
-        for i, label in enumerate(labels)
+        f'<td class="ss-bar-cell"><div class="ss-bar" style="width: {100 * p:.1f}%"></div></td>'
+        f'<td class="ss-weight" data-index="{i}">{p:.3f}</td></tr>'
+        for i, (label, p) in enumerate(zip(labels, p0))
     )
     markup = f"""<div class="ss-root softmax-slider" id="{uid}" data-scores='{data}'>
 <style>{_asset("softmax_slider.css")}</style>
 <p><strong>{html.escape(title)}</strong></p>
 <label>scale <input type="range" min="{scale_min}" max="{scale_max}" step="{step}"
- value="{value}" aria-label="scale"></label> <span class="ss-scale"></span>
+ value="{value}" aria-label="scale"></label> <span class="ss-scale">{value:.2f}</span>
 <table>{rows}</table>
-<p>entropy <span class="ss-entropy"></span> nats &nbsp;·&nbsp; largest gradient entry
-max p(1 − p) = <span class="ss-grad"></span></p>
+<p>entropy <span class="ss-entropy">{entropy0:.3f}</span> nats &nbsp;·&nbsp; largest gradient entry
+max p(1 − p) = <span class="ss-grad">{grad0:.4f}</span></p>
+<p class="ss-static-note"><em>{STATIC_NOTE.format(value=value)}</em></p>
 <script>{_asset("softmax_slider.js").replace("__ROOT_ID__", json.dumps(uid))}</script>
 </div>"""
     alt = (f"slider over the scale from {scale_min} to {scale_max} showing "

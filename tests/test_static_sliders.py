@@ -57,3 +57,24 @@ def test_script_and_style_come_from_the_asset_files():
     assert f"<style>{css}</style>" in markup
     uid = markup.split('id="', 1)[1].split('"', 1)[0]
     assert "<script>" + js.replace("__ROOT_ID__", f'"{uid}"') + "</script>" in markup
+
+
+def test_values_at_the_starting_scale_show_before_any_script_runs():
+    # An untrusted notebook strips the script: the element must still show numbers.
+    import html as html_lib
+    import math
+
+    scores = [2.0, 1.0, 0.5, -1.0]
+    value = 3.0
+    markup = softmax_slider(scores, ["a", "b", "c", "d"], value=value)._repr_html_()
+    shown = [float(x) for x in re.findall(r'class="ss-weight" data-index="\d+">([^<]*)<', markup)]
+    # Independent reference: a plain loop over math.exp.
+    e = [math.exp(value * x) for x in scores]
+    want = [x / sum(e) for x in e]
+    assert shown == [float(f"{w:.3f}") for w in want]
+    h = -sum(w * math.log(w) for w in want)
+    assert re.search(r'class="ss-entropy">([^<]*)<', markup).group(1) == f"{h:.3f}"
+    g = max(w * (1 - w) for w in want)
+    assert re.search(r'class="ss-grad">([^<]*)<', markup).group(1) == f"{g:.4f}"
+    note = re.search(r'class="ss-static-note"><em>([^<]*)<', markup).group(1)
+    assert "scale = 3.00" in html_lib.unescape(note) and "Trust" in note

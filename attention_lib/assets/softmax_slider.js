@@ -10,6 +10,8 @@
   var bars = root.querySelectorAll(".ss-bar");
   var entropy = root.querySelector(".ss-entropy");
   var grad = root.querySelector(".ss-grad");
+  var note = root.querySelector(".ss-static-note");
+  if (note) { note.remove(); }  /* the script runs: the slider is live */
   function update() {
     var c = parseFloat(input.value);
     var z = scores.map(function (s) { return c * s; });
