@@ -3,6 +3,7 @@ and every notebook is stored with outputs, so nbval over chapters/ checks the wh
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -99,6 +100,17 @@ def test_notebook_runs_without_the_book_build_tools(path: Path):
         f"{path.name} finds files through __file__; read data through a library function")
 
 
+def _code_tree(source: str) -> ast.Module:
+    """The cell's code, without IPython's magic and shell lines."""
+    lines = [l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))]
+    return ast.parse("\n".join(lines))
+
+
+def _assigned_names(source: str) -> set[str]:
+    return {n.id for n in ast.walk(_code_tree(source))
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
 def test_prose_numbers_are_eval_of_names_the_code_assigns(path: Path):
     nb = json.loads(path.read_text())
@@ -108,7 +120,7 @@ def test_prose_numbers_are_eval_of_names_the_code_assigns(path: Path):
     for expr in re.findall(r"\{eval\}`([^`]*)`", markdown):
         # myst-nb evaluates only bare names on the website; jupyterlab-myst shows a str as is.
         assert re.fullmatch(r"[A-Za-z_]\w*", expr), f"{path.name}: {{eval}}`{expr}` is not a name"
-        assert re.search(rf"^\s*{expr}\s*=", code, re.M), (
+        assert expr in _assigned_names(code), (
             f"{path.name}: {{eval}}`{expr}` is quoted but never assigned")
     # The role is evaluated when its markdown cell is reached (Run All, or the website's
     # inline execution), so the name must be assigned in an earlier code cell.
@@ -116,7 +128,7 @@ def test_prose_numbers_are_eval_of_names_the_code_assigns(path: Path):
     for i, cell in enumerate(nb["cells"]):
         text = "".join(cell["source"])
         if cell["cell_type"] == "code":
-            assigned.update(re.findall(r"^\s*(\w+)\s*=", text, re.M))
+            assigned |= _assigned_names(text)
         else:
             early = set(re.findall(r"\{eval\}`(\w+)`", text)) - assigned
             assert not early, f"{path.name}: cell {i} quotes {early} before a code cell assigns it"
@@ -130,3 +142,96 @@ def test_hidden_cells_still_run_on_the_website(path: Path):
     removed = [c.get("id") for c in nb["cells"] if c["cell_type"] == "code"
                and "remove-cell" in c.get("metadata", {}).get("tags", [])]
     assert removed == ["colab-install"], f"{path.name}: cells tagged remove-cell: {removed}"
+
+
+# Calls that measure the machine: time and memory. A number derived from one of them
+# changes from run to run and from CPU to CPU, so the prose never quotes it.
+MEASURING_CALL = re.compile(
+    r"(^|\.)(best_time|perf_counter(_ns)?|monotonic(_ns)?|process_time(_ns)?|timeit|"
+    r"repeat|time|get_traced_memory|get_tracemalloc_memory|take_snapshot)$")
+
+
+MUTATING_METHODS = {"append", "extend", "update", "add", "insert", "setdefault", "fill"}
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _root_name(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def measured_names_at_each_cell(cells: list[dict]) -> list[set[str]]:
+    """For each cell, the names that hold a measurement (or depend on one) before it runs.
+
+    Statement by statement: a top-level statement that calls a measuring function, or
+    reads a name that holds a measurement, makes every name it binds or mutates (the
+    object of a method call or an item assignment) hold a measurement; a statement that
+    does neither rebinds its names clean.
+    """
+    measured: set[str] = set()
+    before: list[set[str]] = []
+    for cell in cells:
+        before.append(set(measured))
+        if cell["cell_type"] != "code":
+            continue
+        for stmt in _code_tree("".join(cell["source"])).body:
+            nodes = list(ast.walk(stmt))
+            # A loop or comprehension variable read inside its own statement is that
+            # statement's value, not whatever the name held before.
+            loop_vars = {n.id for node in nodes if isinstance(node, (ast.For, ast.comprehension))
+                         for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+            reads = {n.id for n in nodes if isinstance(n, ast.Name)
+                     and isinstance(n.ctx, ast.Load)} - loop_vars
+            measures = any(isinstance(n, ast.Call) and MEASURING_CALL.search(_dotted(n.func))
+                           for n in nodes)
+            binds = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            binds |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+            mutated = {_root_name(n.func.value) for n in nodes
+                       if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                       and n.func.attr in MUTATING_METHODS}
+            mutated |= {_root_name(t) for n in nodes if isinstance(n, (ast.Assign, ast.AugAssign))
+                        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                        if isinstance(t, (ast.Subscript, ast.Attribute))}
+            if measures or reads & measured:
+                measured |= binds | (mutated - {None})
+            else:
+                measured -= binds
+    return before
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_prose_never_quotes_a_number_measured_at_build_time(path: Path):
+    # Timings and memory peaks measured while the book builds depend on the machine and
+    # its load; the prose quotes only stored benchmark results and computed quantities.
+    nb = json.loads(path.read_text())
+    for i, (cell, measured) in enumerate(zip(nb["cells"], measured_names_at_each_cell(nb["cells"]))):
+        if cell["cell_type"] == "markdown":
+            quoted = set(re.findall(r"\{eval\}`(\w+)`", "".join(cell["source"])))
+            assert not quoted & measured, (
+                f"{path.name}: cell {i} quotes {sorted(quoted & measured)}, which rest on a "
+                "measurement made at build time; quote the stored benchmark instead")
+
+
+def test_the_measurement_tracking_sees_through_code():
+    def cells(*sources):
+        return [{"cell_type": "code", "source": s} for s in sources] + [
+            {"cell_type": "markdown", "source": ""}]
+
+    last = measured_names_at_each_cell(cells(
+        "t = al.best_time(f)\nd = 64",
+        "peak = []\nfor n in sizes:\n    tracemalloc.start()\n"
+        "    peak.append(tracemalloc.get_traced_memory()[1])",
+        "ratio_txt = format(t / 2, '.1f')\nsize_txt = str(d)",
+        "stored = al.stored_benchmark()\nms_txt = format(stored['t'], '.0f')",
+        "t = 3.0",
+    ))[-1]
+    assert {"ratio_txt", "peak", "n"} <= last
+    assert not {"d", "size_txt", "stored", "ms_txt", "t"} & last
