@@ -20,7 +20,6 @@ from .block import (
     gpt_parameter_count,
     layer_norm,
 )
-from .exercises import answer_verdict, check_answer
 from .costs import (
     attention_flops,
     causal_pairs,
@@ -31,6 +30,7 @@ from .costs import (
     rnn_flops,
     score_matrix_bytes,
 )
+from .exercises import answer_verdict, check_answer
 from .gradients import attention_backward, softmax_jvp
 from .kv_cache import KVCache
 from .masks import padding_mask

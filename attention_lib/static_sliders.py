@@ -131,7 +131,7 @@ def softmax_slider(
         f'<tr><td>{html.escape(label)}</td>'
         f'<td class="ss-bar-cell"><div class="ss-bar" style="width: {100 * p:.1f}%"></div></td>'
         f'<td class="ss-weight" data-index="{i}">{p:.3f}</td></tr>'
-        for i, (label, p) in enumerate(zip(labels, p0))
+        for i, (label, p) in enumerate(zip(labels, p0, strict=True))
     )
     markup = f"""<div class="ss-root softmax-slider" id="{uid}" data-scores='{data}'>
 <style>{_asset("softmax_slider.css")}</style>

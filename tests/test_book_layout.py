@@ -102,7 +102,8 @@ def test_notebook_runs_without_the_book_build_tools(path: Path):
 
 def _code_tree(source: str) -> ast.Module:
     """The cell's code, without IPython's magic and shell lines."""
-    lines = [l for l in source.splitlines() if not l.lstrip().startswith(("%", "!"))]
+    lines = [line for line in source.splitlines()
+             if not line.lstrip().startswith(("%", "!"))]
     return ast.parse("\n".join(lines))
 
 
@@ -192,7 +193,8 @@ def measured_names_at_each_cell(cells: list[dict]) -> list[set[str]]:
                      and isinstance(n.ctx, ast.Load)} - loop_vars
             measures = any(isinstance(n, ast.Call) and MEASURING_CALL.search(_dotted(n.func))
                            for n in nodes)
-            binds = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            binds = {n.id for n in nodes
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
             binds |= {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
             mutated = {_root_name(n.func.value) for n in nodes
                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
@@ -212,7 +214,8 @@ def test_prose_never_quotes_a_number_measured_at_build_time(path: Path):
     # Timings and memory peaks measured while the book builds depend on the machine and
     # its load; the prose quotes only stored benchmark results and computed quantities.
     nb = json.loads(path.read_text())
-    for i, (cell, measured) in enumerate(zip(nb["cells"], measured_names_at_each_cell(nb["cells"]))):
+    before = measured_names_at_each_cell(nb["cells"])
+    for i, (cell, measured) in enumerate(zip(nb["cells"], before, strict=True)):
         if cell["cell_type"] == "markdown":
             quoted = set(re.findall(r"\{eval\}`(\w+)`", "".join(cell["source"])))
             assert not quoted & measured, (

@@ -162,7 +162,8 @@ def test_softmax_slider_works_without_a_kernel(browser, base_url, html_root):
             root = sliders.nth(i)
             root.scroll_into_view_if_needed()
             # The script ran: the note for script-less viewers is gone.
-            assert root.locator(".ss-static-note").count() == 0, f"{name}: slider script did not run"
+            assert root.locator(".ss-static-note").count() == 0, (
+                f"{name}: the slider's script did not run")
             scores = np.array(json.loads(root.get_attribute("data-scores")))
             slider = root.locator("input[type=range]")
             lo, hi = float(slider.get_attribute("min")), float(slider.get_attribute("max"))
