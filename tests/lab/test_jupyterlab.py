@@ -128,6 +128,10 @@ def page(lab_url, tmp_path_factory):
             """() => { const k = document.querySelector('.jp-KernelName');
                        return k && /Python/.test(k.textContent); }""")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        # As first opened, the notebook is untrusted: JupyterLab strips the scripts of
+        # its stored HTML outputs. Record what the browser-side slider shows then.
+        page.wait_for_selector(".jp-OutputArea-output")
+        BEFORE_RUN["slider"] = page.evaluate(SLIDER_TEXT)
         # Run > Run All Cells, as a reader would.
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
@@ -141,6 +145,26 @@ def page(lab_url, tmp_path_factory):
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
         yield page
         context.close()
+
+
+# The text of the output holding the browser-side softmax slider, or None.
+SLIDER_TEXT = """() => { const o = [...document.querySelectorAll('.jp-OutputArea-output')]
+    .find(e => /largest gradient entry/.test(e.textContent));
+    return o ? o.innerText : null; }"""
+BEFORE_RUN: dict[str, str | None] = {}
+
+
+def test_slider_shows_numbers_before_its_script_runs(page):
+    # Untrusted: no script ran, yet the weights at the starting scale are there, with a
+    # note saying how to make the slider move.
+    text = BEFORE_RUN["slider"]
+    assert text, "the browser-side slider's output is not in the notebook"
+    assert "This slider moves when its script runs" in text, text
+    weights = [float(w) for w in re.findall(r"\b[01]\.\d{3}\b", text.split("entropy")[0])]
+    assert len(weights) >= 2 and abs(sum(weights) - 1) < 0.005 * len(weights), text
+    # Run (and so trusted), the script replaces the note by the live slider.
+    after = page.evaluate(SLIDER_TEXT)
+    assert after and "This slider moves when its script runs" not in after, after
 
 
 # The rendered markdown of each cell (jupyterlab-myst's `.myst`, or JupyterLab's own
