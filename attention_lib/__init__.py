@@ -31,7 +31,7 @@ from .costs import (
     score_matrix_bytes,
 )
 from .exercises import answer_verdict, check_answer
-from .gradients import attention_backward, softmax_jvp
+from .gradients import attention_backward, softmax_vjp
 from .kv_cache import KVCache
 from .masks import padding_mask
 from .measure import best_time, cpu_description, power_law_fit, stored_benchmark
@@ -112,7 +112,7 @@ __all__ = [
     "power_law_fit",
     # Chapter 8: gradients through softmax and attention
     "attention_backward",
-    "softmax_jvp",
+    "softmax_vjp",
     # Chapter 9: the KV cache
     "KVCache",
     "decode_step_multiplications",

@@ -6,15 +6,15 @@ Dimension letters used in the shape comments:
 - ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
 - ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
 
-With :math:`S = Q K^{\mathsf T} / \sqrt{d_k}`, :math:`P = \operatorname{softmax}(S)`
-(row by row) and :math:`O = P V`, the backward pass takes the gradient of a
-loss with respect to the output, :math:`dO = \partial L / \partial O`, and
+With :math:`S = Q K^{\mathsf T} / \sqrt{d_k}`, :math:`A = \operatorname{softmax}(S)`
+(row by row) and :math:`Z = A V`, the backward pass takes the gradient of a
+loss with respect to the output, :math:`dZ = \partial L / \partial Z`, and
 returns the gradients with respect to the three inputs:
 
 .. math::
 
-    dV = P^{\mathsf T} dO, \qquad dP = dO\, V^{\mathsf T}, \qquad
-    dS = P \odot \bigl(dP - \operatorname{rowsum}(dP \odot P)\bigr),
+    dV = A^{\mathsf T} dZ, \qquad dA = dZ\, V^{\mathsf T}, \qquad
+    dS = A \odot \bigl(dA - \operatorname{rowsum}(dA \odot A)\bigr),
 
     dQ = dS\, K / \sqrt{d_k}, \qquad dK = dS^{\mathsf T} Q / \sqrt{d_k}.
 """
@@ -36,17 +36,17 @@ from ._validation import (
 )
 from .attention import scaled_dot_product_attention
 
-__all__ = ["attention_backward", "softmax_jvp"]
+__all__ = ["attention_backward", "softmax_vjp"]
 
 
-def softmax_jvp(p: ArrayLike, tangent: ArrayLike, axis: int = -1) -> np.ndarray:
-    r"""Multiply a vector by the Jacobian of softmax, given the softmax output.
+def softmax_vjp(p: ArrayLike, grad: ArrayLike, axis: int = -1) -> np.ndarray:
+    r"""Gradient with respect to the logits of softmax, given its output.
 
-    Because the Jacobian of softmax is symmetric, the same product is the
-    Jacobian-vector product (forward mode: how ``p`` moves when the logits move
-    by ``tangent``) and the vector-Jacobian product (backward mode: the gradient
-    with respect to the logits when ``tangent`` is the gradient with respect to
-    ``p``).
+    This is the vector-Jacobian product of softmax (backward mode): with
+    ``grad`` the gradient of a loss with respect to ``p``, it returns the
+    gradient with respect to the logits. The softmax Jacobian is symmetric, so
+    the same formula is also the Jacobian-vector product (forward mode): with
+    ``grad`` a change of the logits, it returns the resulting change of ``p``.
 
     Parameters
     ----------
@@ -54,22 +54,25 @@ def softmax_jvp(p: ArrayLike, tangent: ArrayLike, axis: int = -1) -> np.ndarray:
         Softmax output along ``axis`` (non-negative, each slice summing to one,
         or all zero for a fully masked slice). Masked entries are 0 in ``p``
         and get 0 in the result.
-    tangent : array_like, shape of ``p``
-        The vector to multiply: a change of the logits (JVP) or the gradient
-        of a loss with respect to ``p`` (VJP, often written ``dP``).
+    grad : array_like, shape of ``p``
+        The gradient of a loss with respect to ``p`` (in attention, ``dA``),
+        or, read as a JVP, a change of the logits.
     axis : int, default -1
         The softmax axis.
 
     Returns
     -------
     numpy.ndarray, shape of ``p``
-        :math:`J v` for every slice along ``axis``; float32 stays float32.
+        :math:`J^{\mathsf T} g = J g` for every slice along ``axis``; float32
+        stays float32.
 
     Notes
     -----
-    With :math:`J = \operatorname{diag}(p) - p p^{\mathsf T}`,
+    With :math:`J = \operatorname{diag}(p) - p p^{\mathsf T}` (``p`` as a
+    column; for a row ``p`` the same matrix is written
+    :math:`\operatorname{diag}(p) - p^{\mathsf T} p`), which is symmetric,
 
-    .. math:: J v = p \odot \bigl(v - (p \cdot v)\,\mathbf 1\bigr),
+    .. math:: J^{\mathsf T} g = J g = p \odot \bigl(g - (p \cdot g)\,\mathbf 1\bigr),
 
     computed without forming the :math:`n \times n` matrix :math:`J`. The
     result of each slice sums to zero (shifting all logits equally does not
@@ -78,23 +81,23 @@ def softmax_jvp(p: ArrayLike, tangent: ArrayLike, axis: int = -1) -> np.ndarray:
     Examples
     --------
     >>> p = np.array([0.5, 0.25, 0.25])
-    >>> softmax_jvp(p, np.array([1.0, 0.0, 0.0]))  # first column of J
+    >>> softmax_vjp(p, np.array([1.0, 0.0, 0.0]))  # first row (= column) of J
     array([ 0.25 , -0.125, -0.125])
-    >>> float(softmax_jvp(p, np.ones(3)).sum())  # a uniform shift changes nothing
+    >>> float(softmax_vjp(p, np.ones(3)).sum())  # a uniform shift changes nothing
     0.0
     """
     pa = as_real_array(p, "p")
-    va = as_real_array(tangent, "tangent")
-    if pa.shape != va.shape:
+    ga = as_real_array(grad, "grad")
+    if pa.shape != ga.shape:
         raise ValueError(
-            f"tangent has {describe(va)} but p has {describe(pa)}; expected the same shape"
+            f"grad has {describe(ga)} but p has {describe(pa)}; expected the same shape"
         )
     ax = normalise_axis(axis, pa.ndim)
-    dtype = common_float_dtype(pa, va)
+    dtype = common_float_dtype(pa, ga)
     pa = pa.astype(dtype, copy=False)
-    va = va.astype(dtype, copy=False)
-    dot = np.sum(pa * va, axis=ax, keepdims=True)  # (..., 1, ...): p . v per slice
-    return pa * (va - dot)
+    ga = ga.astype(dtype, copy=False)
+    dot = np.sum(pa * ga, axis=ax, keepdims=True)  # (..., 1, ...): p . g per slice
+    return pa * (ga - dot)
 
 
 def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -128,7 +131,7 @@ def attention_backward(
         As in :func:`~attention_lib.scaled_dot_product_attention`; leading
         axes are broadcast together.
     grad_output : array_like, shape (..., n_q, d_v)
-        :math:`dO`, the gradient of a scalar loss with respect to the output
+        :math:`dZ`, the gradient of a scalar loss with respect to the output
         of attention, with the output's full (broadcast) shape.
     mask : array_like of bool, optional
         True = may attend, broadcastable to ``(..., n_q, n_k)``.
@@ -149,12 +152,13 @@ def attention_backward(
 
     Notes
     -----
-    With :math:`P` the attention weights and :math:`s = 1/\sqrt{d_k}`:
+    With :math:`A` the attention weights, :math:`dZ` the gradient with
+    respect to the output and :math:`s = 1/\sqrt{d_k}`:
 
     .. math::
 
-        dV = P^{\mathsf T} dO, \quad dP = dO\,V^{\mathsf T}, \quad
-        dS = P \odot \bigl(dP - \operatorname{rowsum}(dP \odot P)\bigr), \quad
+        dV = A^{\mathsf T} dZ, \quad dA = dZ\,V^{\mathsf T}, \quad
+        dS = A \odot \bigl(dA - \operatorname{rowsum}(dA \odot A)\bigr), \quad
         dQ = s\, dS\, K, \quad dK = s\, dS^{\mathsf T} Q .
 
     A masked score has weight 0, so :math:`dS` is 0 there and no gradient
@@ -187,7 +191,7 @@ def attention_backward(
 
     d_v_full = np.swapaxes(p, -1, -2) @ d_out  # (..., n_k, n_q) @ (..., n_q, d_v)
     d_p = d_out @ np.swapaxes(v, -1, -2)  # (..., n_q, d_v) @ (..., d_v, n_k)
-    d_s = softmax_jvp(p, d_p)  # (..., n_q, n_k)
+    d_s = softmax_vjp(p, d_p)  # (..., n_q, n_k)
     d_s *= scale
     d_q_full = d_s @ k  # (..., n_q, n_k) @ (..., n_k, d_k)
     d_k_full = np.swapaxes(d_s, -1, -2) @ q  # (..., n_k, n_q) @ (..., n_q, d_k)

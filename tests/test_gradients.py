@@ -1,4 +1,4 @@
-"""Tests of the softmax JVP and of the attention backward pass.
+"""Tests of the softmax VJP and of the attention backward pass.
 
 The reference is numerical: central finite differences in float64 of a forward
 pass written here from the equation (``einsum`` for the products, ``-inf`` for
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attention_lib import attention_backward, softmax_jvp
+from attention_lib import attention_backward, softmax_vjp
 
 H = 1e-6  # finite-difference step; the truncation error is O(H**2)
 
@@ -84,7 +84,7 @@ def random_qkv(rng, lead_q, lead_k, lead_v, n_q, n_k, d_k, d_v):
 
 
 # --------------------------------------------------------------------------------------
-# softmax_jvp
+# softmax_vjp
 # --------------------------------------------------------------------------------------
 
 
@@ -94,7 +94,7 @@ def reference_softmax(x, axis=-1):
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_softmax_jvp_equals_the_jacobian_from_finite_differences(seed):
+def test_softmax_vjp_equals_the_jacobian_from_finite_differences(seed):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=5) * 2
     p = reference_softmax(x)
@@ -104,18 +104,19 @@ def test_softmax_jvp_equals_the_jacobian_from_finite_differences(seed):
         e = np.zeros(5)
         e[j] = H
         jac[:, j] = (reference_softmax(x + e) - reference_softmax(x - e)) / (2 * H)
-    t = rng.normal(size=5)
-    np.testing.assert_allclose(softmax_jvp(p, t), jac @ t, rtol=1e-6, atol=1e-9)
-    # The Jacobian is symmetric, so the same function is the VJP.
-    np.testing.assert_allclose(softmax_jvp(p, t), t @ jac, rtol=1e-6, atol=1e-9)
+    g = rng.normal(size=5)
+    # The vector-Jacobian product: the gradient of g . softmax(x) with respect to x.
+    np.testing.assert_allclose(softmax_vjp(p, g), g @ jac, rtol=1e-6, atol=1e-9)
+    # The Jacobian is symmetric, so the same function is also the JVP.
+    np.testing.assert_allclose(softmax_vjp(p, g), jac @ g, rtol=1e-6, atol=1e-9)
 
 
-def test_softmax_jvp_along_another_axis_and_in_batches():
+def test_softmax_vjp_along_another_axis_and_in_batches():
     rng = np.random.default_rng(7)
     x = rng.normal(size=(3, 4, 2))
     p = reference_softmax(x, axis=1)
     t = rng.normal(size=x.shape)
-    got = softmax_jvp(p, t, axis=1)
+    got = softmax_vjp(p, t, axis=1)
     for a in range(3):
         for c in range(2):
             pv = p[a, :, c]
@@ -124,14 +125,14 @@ def test_softmax_jvp_along_another_axis_and_in_batches():
     np.testing.assert_allclose(got.sum(axis=1), 0.0, atol=1e-12)
 
 
-def test_softmax_jvp_keeps_float32():
+def test_softmax_vjp_keeps_float32():
     p = np.array([0.25, 0.75], dtype=np.float32)
-    assert softmax_jvp(p, np.ones(2, dtype=np.float32)).dtype == np.float32
+    assert softmax_vjp(p, np.ones(2, dtype=np.float32)).dtype == np.float32
 
 
-def test_softmax_jvp_refuses_mismatched_shapes():
-    with pytest.raises(ValueError, match=r"tangent has shape \(3,\).*p has shape \(2,\)"):
-        softmax_jvp([0.5, 0.5], [1.0, 2.0, 3.0])
+def test_softmax_vjp_refuses_mismatched_shapes():
+    with pytest.raises(ValueError, match=r"grad has shape \(3,\).*p has shape \(2,\)"):
+        softmax_vjp([0.5, 0.5], [1.0, 2.0, 3.0])
 
 
 # --------------------------------------------------------------------------------------
