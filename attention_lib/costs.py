@@ -189,7 +189,7 @@ def layer_flops(
 
     Notes
     -----
-    The usual count (Kaplan et al. 2020, table 1), per token:
+    Counted from the matrix products, two FLOPs per multiply-add, per token:
 
     .. math::
 
@@ -198,7 +198,11 @@ def layer_flops(
         + \underbrace{4 n d}_{QK^{\mathsf T},\ AV}
         = 24 d^2 + 4 n d \quad (d_{ff} = 4d),
 
-    where a token attending to :math:`n` keys pays :math:`4 n d`. Everything
+    where a token attending to :math:`n` keys pays :math:`2 n d` for its
+    scores :math:`QK^{\mathsf T}` and :math:`2 n d` for the mixing :math:`AV`.
+    (Kaplan et al. 2020, table 1, write :math:`C_\text{forward} \approx 2N +
+    2 n_\text{layer} n_\text{ctx} d_\text{attn}`: the same :math:`24 d^2` per
+    layer, but one attention term, :math:`2 n d`.) Everything
     but attention is linear in :math:`n` over the sequence; attention is
     quadratic. With ``causal=True`` token :math:`t` sees :math:`t` keys, so
     the attention term over the sequence is :math:`4 d \cdot n(n+1)/2`, about

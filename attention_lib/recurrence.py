@@ -4,8 +4,11 @@ The recurrence is the plain (Elman) RNN
 
 .. math:: h_t = \tanh(W h_{t-1} + U x_t), \qquad t = 1, \dots, n,
 
-written with column vectors in the maths and one row per time step in the
-arrays. Dimension letters used in the shape comments:
+with one row per time step in the arrays. ``w`` (``d_h x d_h``) and ``u``
+(``d_h x d_in``) act on column vectors (``w @ state``); in the book's
+row-vector convention the same step reads
+:math:`h_t = \tanh(h_{t-1} W^{\mathsf T} + x_t U^{\mathsf T})`.
+Dimension letters used in the shape comments:
 
 - ``n``     number of time steps (positions)
 - ``d_in``  size of an input vector ``x_t``
@@ -151,8 +154,11 @@ def rnn_forward(
     -----
     .. math:: h_t = \tanh(W h_{t-1} + U x_t).
 
-    The loop cannot be parallelised over :math:`t`: step :math:`t` needs
-    :math:`h_{t-1}`, so :math:`n` steps take :math:`n` dependent rounds.
+    Evaluated this way the loop has depth :math:`n`: step :math:`t` needs
+    :math:`h_{t-1}`, so :math:`n` steps take :math:`n` dependent rounds. (A
+    *linear* recurrence admits a parallel scan of depth :math:`\lceil\log_2
+    n\rceil`; a nonlinear one needs iterative methods, such as the sweeps of
+    :func:`rnn_sweep` or Newton's method solved by scans.)
     The input terms :math:`U x_t` do not depend on the state and are computed
     for all steps in one product before the loop.
 
@@ -201,8 +207,9 @@ def rnn_sweep(
     computed simultaneously, each from the previous guess of its predecessor.
     One sweep makes :math:`h_1` exact; sweep :math:`r` makes :math:`h_r`
     exact, given that :math:`h_1, \dots, h_{r-1}` already were. So, from an
-    arbitrary guess, :math:`n` sweeps are needed before all :math:`n` states
-    are exact: the parallel attempt still takes :math:`n` dependent rounds.
+    arbitrary guess, up to :math:`n` sweeps are needed before all :math:`n`
+    states are exact; a contracting recurrence gets within a tolerance in
+    fewer, since the error of the guesses shrinks with every sweep.
 
     Examples
     --------
