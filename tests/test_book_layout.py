@@ -238,3 +238,14 @@ def test_the_measurement_tracking_sees_through_code():
     ))[-1]
     assert {"ratio_txt", "peak", "n"} <= last
     assert not {"d", "size_txt", "stored", "ms_txt", "t"} & last
+
+
+def test_search_titles_become_plain_text():
+    spec = importlib.util.spec_from_file_location(
+        "plain_search_titles", ROOT / "_ext" / "plain_search_titles.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.plain_title(r"Memory: measured as \(n\) grows") == "Memory: measured as n grows"
+    assert module.plain_title(r"Scale by \(\sqrt{d_k}\)") == "Scale by √d_k"
+    assert module.plain_title(r"\(Q K^{\mathsf T}\) and \(n \times n\)") == "Q K^T and n × n"
+    assert module.plain_title("no maths here") == "no maths here"

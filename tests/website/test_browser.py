@@ -53,15 +53,21 @@ def base_url(html_root: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def playwright():
+    """One Playwright driver for the module (two at once cannot share a thread)."""
     from playwright.sync_api import sync_playwright
 
-    profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as p:
-        context = p.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield context
-        context.close()
+        yield p
+
+
+@pytest.fixture(scope="module")
+def browser(playwright, tmp_path_factory):
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    context = playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=CHROMIUM, headless=True, args=ARGS)
+    yield context
+    context.close()
 
 
 class PageVisit:
@@ -178,3 +184,114 @@ def test_softmax_slider_works_without_a_kernel(browser, base_url, html_root):
                                            err_msg=f"{name}: scale {actual}")
         assert not v.console_errors, v.console_errors
         v.page.close()
+
+
+# --- On a phone: a 390 px wide viewport on a 2x screen --------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def phone_browser(playwright, tmp_path_factory):
+    profile = tmp_path_factory.mktemp("chromium-phone-profile")
+    context = playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
+        viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module", params=toc_pages())
+def phone_visit(request, phone_browser, base_url) -> Iterator[PageVisit]:
+    v = PageVisit(phone_browser, f"{base_url}/{request.param}.html")
+    v.name = request.param
+    yield v
+    v.page.close()
+
+
+def test_page_fits_a_phone(phone_visit):
+    wide = phone_visit.page.evaluate(
+        """() => [...document.querySelectorAll('article *')]
+            .filter(e => { const r = e.getBoundingClientRect();
+                           return r.width > 0 && r.right > window.innerWidth + 1
+                                  && !e.closest('pre, .highlight, mjx-container, table, .ss-root')
+                                  && getComputedStyle(e).position !== 'fixed'; })
+            .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
+                             + (e.textContent || '').trim().slice(0, 60))""")
+    width = phone_visit.page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= PHONE["width"] + 1, (
+        f"{phone_visit.name}: the page is {width} px wide at {PHONE['width']} px; "
+        f"sticking out: {wide}")
+
+
+def _fitted(visit) -> None:
+    """Wait until _static/fit_math.js has fitted the page's display equations."""
+    if visit.page.locator("div.math").count():
+        visit.page.wait_for_function("() => document.documentElement.dataset.mathFitted",
+                                     timeout=20000)
+
+
+def test_no_display_equation_is_cut_on_a_phone(phone_visit):
+    """Each display equation fits its column, or scrolls inside its box with a visible cue."""
+    _fitted(phone_visit)
+    cut = phone_visit.page.evaluate(
+        """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+            .filter(m => {
+                const wide = m.scrollWidth > m.clientWidth + 1
+                             || m.scrollWidth > m.parentElement.clientWidth + 1;
+                const scrolls = m.classList.contains('math-scroll')
+                                && getComputedStyle(m).overflowX === 'auto'
+                                && !!document.querySelector('.math-scroll-hint');
+                return (wide && !scrolls)
+                       || m.getBoundingClientRect().right > window.innerWidth + 1; })
+            .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50))""")
+    assert not cut, f"{phone_visit.name}: display equations cut without a cue: {cut}"
+
+
+def test_display_equations_stay_legible_on_a_phone(phone_visit):
+    """Shrinking to fit stops at a legible size (the fit script's floor)."""
+    _fitted(phone_visit)
+    small = phone_visit.page.evaluate(
+        """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+            .filter(m => parseFloat(getComputedStyle(m).fontSize) < 11.5)
+            .map(m => getComputedStyle(m).fontSize + ': '
+                      + (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 40))""")
+    assert not small, f"{phone_visit.name}: display equations below 11.5 px: {small}"
+
+
+def test_few_equations_need_to_scroll(phone_visit):
+    """A chapter's own equations are broken over lines where they are long: at most one
+    scrolls on a phone (the API page's docstring formulas are exempt)."""
+    _fitted(phone_visit)
+    if phone_visit.name == "api":
+        pytest.skip("docstring formulas")
+    scrolling = phone_visit.page.evaluate(
+        """() => [...document.querySelectorAll('mjx-container.math-scroll')]
+            .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50))""")
+    assert len(scrolling) <= 1, f"{phone_visit.name}: equations that scroll: {scrolling}"
+
+
+def test_figures_are_sharp_on_a_2x_screen(phone_visit):
+    blurry = phone_visit.page.evaluate(
+        """() => [...document.querySelectorAll('article img')]
+            .filter(i => !/\\.svg($|\\?)/.test(i.currentSrc || i.src) && i.clientWidth > 0
+                         && i.naturalWidth < 1.5 * i.clientWidth)
+            .map(i => `${i.src.split('/').pop()}: ${i.naturalWidth} px for ${i.clientWidth}`)""")
+    assert not blurry, f"{phone_visit.name}: images below 1.5x their displayed width: {blurry}"
+
+
+# --- Accessibility: axe-core (bundled with axe-playwright-python, nothing from a CDN) --------
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_no_serious_accessibility_violation(visit, theme):
+    from axe_playwright_python.sync_playwright import Axe
+
+    visit.page.evaluate(
+        "(t) => { document.documentElement.dataset.theme = t;"
+        " document.documentElement.dataset.mode = t; }", theme)
+    visit.page.wait_for_timeout(400)  # the theme's colour transitions end
+    results = Axe().run(visit.page)
+    serious = [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["target"])
+               for v in results.response["violations"]
+               if v["impact"] in ("serious", "critical")]
+    assert not serious, f"{visit.name} ({theme}): {serious}"
