@@ -28,24 +28,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from chromium import ARGS, CHROMIUM, needs_chromium
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "04_scale_scores_by_sqrt_dk.ipynb"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run", "--disable-sync"]
 RAW_MYST = ["{glue", "{eval}", ":::{", "```{"]
 
-if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
-    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
-                       "(apt-get install -y chromium)")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium found: install it with `apt-get install -y chromium` "
-    "(.ci/run does) to run the JupyterLab test",
-)
+pytestmark = needs_chromium
 
 
 def _free_port() -> int:

@@ -10,30 +10,17 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from chromium import ARGS, CHROMIUM, needs_chromium
 
 from .conftest import toc_pages
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
-
-if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
-    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
-                       "(apt-get install -y chromium)")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium found: install it with `apt-get install -y chromium` "
-    "(.ci/run does) to run the browser tests",
-)
+pytestmark = needs_chromium
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
