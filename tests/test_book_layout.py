@@ -249,3 +249,19 @@ def test_search_titles_become_plain_text():
     assert module.plain_title(r"Scale by \(\sqrt{d_k}\)") == "Scale by √d_k"
     assert module.plain_title(r"\(Q K^{\mathsf T}\) and \(n \times n\)") == "Q K^T and n × n"
     assert module.plain_title("no maths here") == "no maths here"
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_a_cell_that_measures_is_not_compared(path: Path):
+    # A cell that times or measures memory prints a different number on every run and
+    # every CPU: nbval must not compare its output (and the prose must not quote it).
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        calls = [_dotted(n.func) for n in ast.walk(_code_tree("".join(cell["source"])))
+                 if isinstance(n, ast.Call)]
+        if any(MEASURING_CALL.search(c) for c in calls):
+            tags = cell.get("metadata", {}).get("tags", [])
+            assert "nbval-ignore-output" in tags, (
+                f"{path.name}: cell {i} measures the machine but its output is compared")
