@@ -1,0 +1,427 @@
+"""The browser-side controls of ``attention_lib.live_controls`` in headless Chromium.
+
+Each control's HTML is loaded on its own (``page.set_content``, no server), every control is
+moved by keyboard (focus, arrow keys, typing, Enter, Space), and what the page displays is
+compared with ``attention_lib`` computed here. Also checked: the script ran (the note for
+script-less viewers is gone), every visible control has a visible label, nothing is wider
+than a 390 px phone, axe-core finds no serious violation (contrast included) in the light and
+the dark theme, and the console stays free of errors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import attention_lib as al
+from attention_lib import live_controls as lc
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+
+if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
+    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
+                       "(apt-get install -y chromium)")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no Chromium found: install it with `apt-get install -y chromium` "
+    "(.ci/run does) to run the browser tests",
+)
+
+PHONE = 390
+THEMES = {"light": ("#ffffff", "#222832"), "dark": ("#121212", "#ced6dd")}
+
+
+def page_html(markup: str, theme: str = "light") -> str:
+    """A bare page as sphinx-book-theme frames it: the theme on <html>, its colours on <body>."""
+    bg, fg = THEMES[theme]
+    return (f'<!doctype html><html lang="en" data-theme="{theme}" data-mode="{theme}"><head>'
+            '<meta charset="utf-8"><meta name="viewport" content="width=device-width, '
+            f'initial-scale=1"><title>control</title><style>body {{ background: {bg}; '
+            f'color: {fg}; margin: 8px; }}</style></head><body><main>{markup}</main></body>'
+            "</html>")
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield browser
+        browser.close()
+
+
+class Control:
+    """One control loaded alone in a page, with the console errors it caused."""
+
+    def __init__(self, browser, markup: str, *, theme: str = "light", width: int = 1280):
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.set_content(page_html(markup, theme))
+        self.root = self.page.locator(".lc-root")
+
+    def texts(self, selector: str) -> list[str]:
+        return self.root.locator(selector).all_inner_texts()
+
+    def floats(self, selector: str) -> list[float]:
+        return [float(t) for t in self.texts(selector)]
+
+    def exact(self, selector: str = ".lc-weight") -> list[float]:
+        loc = self.root.locator(selector)
+        return [float(loc.nth(i).get_attribute("data-exact")) for i in range(loc.count())]
+
+    def vectors(self, selector: str) -> list[list[float]]:
+        return [json.loads(t) for t in self.texts(selector)]
+
+    def type_into(self, selector: str, text: str, *, enter: bool = True) -> None:
+        field = self.root.locator(selector)
+        field.focus()
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.press("Delete")
+        self.page.keyboard.type(text)
+        if enter:
+            self.page.keyboard.press("Enter")
+
+    def press(self, selector: str, key: str, times: int = 1) -> None:
+        self.root.locator(selector).focus()
+        for _ in range(times):
+            self.page.keyboard.press(key)
+
+    def close(self) -> None:
+        assert not self.errors, f"console errors: {self.errors}"
+        self.page.close()
+
+
+def assert_shown(shown, expected, digits, what=""):
+    """Displayed numbers (rounded to ``digits`` decimals) equal the library's values."""
+    np.testing.assert_allclose(shown, expected, rtol=0, atol=0.5 * 10.0**-digits + 1e-12,
+                               err_msg=what)
+
+
+def causal_example():
+    rng = np.random.default_rng(42)  # chapter 5's draw: Q, K, V in that order
+    return rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 6))
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A short training run (the forward pass is compared, not the model's quality)."""
+    result = al.train_retrieval(seed=0, steps=300)
+    path = al.export_retrieval_model(result, tmp_path_factory.mktemp("model") / "model.json")
+    return result, json.loads(path.read_text())
+
+
+def builders(trained):
+    ex = al.examples.cat_sat_on()
+    return {
+        "saturation": lambda: lc.saturation_explorer(),
+        "query": lambda: lc.query_picker(ex),
+        "retrieval": lambda: lc.retrieval_playground(trained[1]),
+        "causal": lambda: lc.causal_stepper(*causal_example(), ex.tokens),
+        "proj": lambda: lc.projection_scale_explorer(ex),
+    }
+
+
+KINDS = ["saturation", "query", "retrieval", "causal", "proj"]
+
+
+# --- what every control must do --------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_script_runs_and_every_control_has_a_visible_label(chromium, trained, kind):
+    c = Control(chromium, builders(trained)[kind]()._repr_html_())
+    assert c.root.locator(".lc-static-note").count() == 0, "the script did not run"
+    found = c.page.evaluate("""() => [...document.querySelectorAll(
+            '.lc-root input, .lc-root select, .lc-root button')]
+        .filter(el => el.offsetWidth > 0)
+        .map(el => {
+            const visible = l => l.offsetWidth > 0 && l.innerText.trim() !== '';
+            const named = el.tagName === 'BUTTON' ? el.innerText.trim() !== ''
+                : [...el.labels].some(visible);
+            return {html: el.outerHTML.slice(0, 80), named: named, cls: el.className,
+                    disabled: el.disabled};
+        })""")
+    unlabelled = [f["html"] for f in found if not f["named"]]
+    assert not unlabelled, f"{kind}: controls without a visible label: {unlabelled}"
+    # Live now; only the division box waits while the tutorial's row (never divided) is shown.
+    still = [f["cls"] for f in found if f["disabled"]]
+    assert still == (["lc-divide"] if kind == "saturation" else []), f"{kind}: {still}"
+    assert c.root.locator("input, select, button").count() > 0
+    c.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_without_a_script_the_starting_values_and_the_note_show(chromium, trained, kind):
+    # An untrusted notebook strips the script: numbers and a note, the controls inert.
+    context = chromium.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.set_content(page_html(builders(trained)[kind]()._repr_html_()))
+    root = page.locator(".lc-root")
+    assert root.locator(".lc-static-note").is_visible()
+    assert "Trust Notebook" in root.locator(".lc-static-note").inner_text()
+    weights = [float(t) for t in root.locator(".lc-weight, .lc-heat td").all_inner_texts()]
+    assert weights and all(0.0 <= w <= 1.0 for w in weights) and max(weights) > 0
+    live = root.locator("input, select, button")
+    assert all(live.nth(i).is_disabled() for i in range(live.count()))
+    context.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fits_a_phone(chromium, trained, kind):
+    c = Control(chromium, builders(trained)[kind]()._repr_html_(), width=PHONE)
+    wide = c.page.evaluate(f"""() => [...document.querySelectorAll('.lc-root, .lc-root *')]
+        .filter(e => e.getBoundingClientRect().right > {PHONE} + 1)
+        .map(e => e.tagName + '.' + e.className)""")
+    width = c.page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= PHONE and not wide, f"{kind}: {width} px wide; sticking out: {wide[:5]}"
+    c.close()
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_serious_accessibility_violation(chromium, trained, kind, theme):
+    from axe_playwright_python.sync_playwright import Axe
+
+    c = Control(chromium, builders(trained)[kind]()._repr_html_(), theme=theme)
+    results = Axe().run(c.page)
+    serious = [(v["id"], v["impact"], v["nodes"][0]["target"])
+               for v in results.response["violations"]
+               if v["impact"] in ("serious", "critical")]
+    assert not serious, f"{kind} ({theme}): {serious}"
+    c.close()
+
+
+# --- 1. the saturation explorer ---------------------------------------------------------------
+
+def sat_expected(row_scores, d_k, divide, c):
+    s = np.asarray(row_scores, dtype=np.float64)
+    if d_k is not None:
+        s = al.saturation_scores(d_k, divide_by_sqrt_dk=divide)
+    return al.saturation_stats(s, c)
+
+
+def check_saturation(c, row_scores, d_k, divide, scale):
+    st = sat_expected(row_scores, d_k, divide, scale)
+    what = f"d_k={d_k}, divide={divide}, c={scale}"
+    assert_shown(c.floats(".lc-weight"), st.weights, 3, what)
+    np.testing.assert_allclose(c.exact(), st.weights, rtol=0, atol=1e-12, err_msg=what)
+    assert_shown(c.floats(".lc-entropy"), [float(st.entropy)], 3, what)
+    assert_shown(c.floats(".lc-jnorm"), [float(st.jacobian_norm)], 4, what)
+    assert_shown(c.floats(".lc-jmax"), [float(st.jacobian_max)], 4, what)
+
+
+def test_saturation_explorer_by_keyboard(chromium):
+    tutorial = al.examples.SATURATION_SCORES
+    c = Control(chromium, lc.saturation_explorer()._repr_html_())
+    number, slider = ".lc-scale-number", ".lc-scale"
+    check_saturation(c, tutorial, None, True, 10.0)
+    assert c.root.locator(".lc-divide").is_disabled()  # the tutorial's row is not divided
+    assert c.root.locator(".lc-divide-hint").is_visible()
+
+    # Typing c into the number field reaches the window where the row rounds to the
+    # tutorial's printed one, and leaves it on both sides.
+    step = float(c.root.locator(number).get_attribute("step"))
+    grid = np.round(np.arange(37.9, 38.3, step), 6)
+    hits = grid[np.all(al.softmax(grid[:, None] * tutorial).round(3)
+                       == al.examples.SATURATION_PRINTED[10.0], axis=1)]
+    printed = [f"{x:.3f}" for x in al.examples.SATURATION_PRINTED[10.0]]
+    for value in (hits.min(), hits.max(), hits.min() - step, hits.max() + step):
+        c.type_into(number, f"{value:.3f}")
+        assert float(c.root.locator(slider).input_value()) == pytest.approx(value)
+        check_saturation(c, tutorial, None, True, value)
+        inside = bool(hits.min() <= value <= hits.max())
+        assert (c.texts(".lc-weight") == printed) == inside, value
+
+    # The slider by arrow keys: the number field follows.
+    c.press(slider, "ArrowRight", 3)
+    value = float(c.root.locator(slider).input_value())
+    assert value == pytest.approx(hits.max() + 4 * step)
+    assert float(c.root.locator(number).input_value()) == pytest.approx(value)
+    check_saturation(c, tutorial, None, True, value)
+
+    # Out of range: a visible message, the last values stay.
+    before = c.texts(".lc-weight")
+    c.type_into(number, "1000")
+    assert "from 0 to 100" in c.root.locator(".lc-error").inner_text()
+    assert c.root.locator(number).get_attribute("aria-invalid") == "true"
+    assert c.texts(".lc-weight") == before
+    c.type_into(number, "2.5")
+    assert c.root.locator(".lc-error").inner_text() == ""
+
+    # Every random row, divided and not (the check box by Space).
+    dims = [r["d_k"] for r in json.loads(c.root.get_attribute("data-rows"))[1:]]
+    assert dims == [4, 16, 64, 256, 1024]
+    for d_k in dims:
+        c.press(".lc-row", "ArrowDown")
+        assert c.root.locator(".lc-row").input_value() == str(d_k)
+        check_saturation(c, None, d_k, True, 2.5)
+        assert not c.root.locator(".lc-divide-hint").is_visible()
+        c.press(".lc-divide", "Space")
+        check_saturation(c, None, d_k, False, 2.5)
+        c.press(".lc-divide", "Space")
+    c.close()
+
+
+# --- 2. pick a query --------------------------------------------------------------------------
+
+def test_query_picker_by_keyboard(chromium):
+    ex = al.examples.cat_sat_on()
+    q, k, v = al.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v)
+    out, w = al.scaled_dot_product_attention(q, k, v)
+    d_k = q.shape[-1]
+    c = Control(chromium, lc.query_picker(ex, query="The")._repr_html_())
+    for i, token in enumerate(ex.tokens):
+        if i:
+            c.press(".lc-query", "ArrowDown")
+        assert c.root.locator(".lc-query").input_value() == str(i)
+        assert c.texts(".lc-name")[0] == token
+        assert_shown(c.floats(".lc-score"), q[i] @ k.T / np.sqrt(d_k), 4, token)
+        assert_shown(c.floats(".lc-weight"), w[i], 4, token)
+        np.testing.assert_allclose(c.exact(), w[i], rtol=0, atol=1e-15)
+        terms = w[i][:, None] * v  # (n, d_v): a_ij v_j
+        assert_shown(c.vectors(".lc-term"), terms, 4, token)
+        assert_shown(c.vectors(".lc-partial"), np.cumsum(terms, axis=0), 4, token)
+        assert_shown(c.vectors(".lc-output"), [out[i]], 4, token)
+        exact = json.loads(c.root.locator(".lc-output").get_attribute("data-exact"))
+        np.testing.assert_allclose(exact, out[i], rtol=0, atol=1e-15)
+    c.close()
+
+
+# --- 3. the trained model of chapter 12 -------------------------------------------------------
+
+SEQUENCES = [
+    "c3 a7 f1 b1 h6 d0 ? f",      # six pairs, as in training
+    "h2 ? h",                     # one pair
+    "b5 g0 e3 ? e",               # fewer pairs than in training
+    "a0 b1 c2 d3 e4 f5 g6 h7 ? d",  # every key stored
+    "a1 b2 c3 ? g",               # the key looked up is not stored
+    "  d4   c0 ? c ",             # extra spaces
+]
+BAD = ["c3 a7 f1", "c3 a9 ? c", "c3 c4 ? c", "c3 ? z", "? a", "c3 ? a ? b",
+       "a0 b0 c0 d0 e0 f0 g0 h0 a1 ? a", "C3 ? c", ""]
+
+
+def test_retrieval_playground_equals_retrieval_forward(chromium, trained):
+    result, doc = trained
+    vocab = doc["vocabulary"]
+    c = Control(chromium, lc.retrieval_playground(doc)._repr_html_())
+    for text in SEQUENCES:
+        c.type_into(".lc-seq", text, enter=False)
+        keys, values, query = lc.parse_retrieval_sequence(text, vocab)
+        logits, w = al.retrieval_forward(result.params, [keys], [values], [query])
+        assert c.root.locator(".lc-result").is_visible() and not c.texts(".lc-error")[0]
+        np.testing.assert_allclose(c.exact(), w[0], rtol=0, atol=1e-6, err_msg=text)
+        shown_logits = json.loads(c.root.locator(".lc-result").get_attribute("data-logits"))
+        np.testing.assert_allclose(shown_logits, logits[0], rtol=0, atol=1e-6, err_msg=text)
+        assert_shown(c.floats(".lc-weight"), w[0], 3, text)
+        answer = c.root.locator(".lc-answer").inner_text()
+        best = vocab["values"][int(np.argmax(logits[0]))]
+        assert f"answers {best} (probability " in answer
+        stored = dict(zip(keys, values, strict=True))
+        if query in stored:
+            right = vocab["values"][stored[query]] == best
+            assert answer.endswith(": right." if right else ": wrong."), answer
+        else:
+            assert "no pair holds the key" in answer
+        marked = c.root.locator("tr.lc-mark").all_inner_texts()
+        assert len(marked) == (query in stored) and all("(looked up)" in m for m in marked)
+    c.close()
+
+
+def test_retrieval_playground_refuses_what_the_model_cannot_read(chromium, trained):
+    _, doc = trained
+    c = Control(chromium, lc.retrieval_playground(doc)._repr_html_())
+    for text in BAD:
+        with pytest.raises(ValueError) as info:
+            lc.parse_retrieval_sequence(text, doc["vocabulary"])
+        reason = str(info.value).split(": ", 1)[1]
+        c.type_into(".lc-seq", text)
+        message = c.root.locator(".lc-error").inner_text()
+        assert message == f"Not a sequence the model reads: {reason}.", (text, message)
+        assert c.root.locator(".lc-error").is_visible()
+        assert not c.root.locator(".lc-result").is_visible(), text
+        assert c.root.locator(".lc-seq").get_attribute("aria-invalid") == "true"
+    c.type_into(".lc-seq", SEQUENCES[0])
+    assert c.root.locator(".lc-result").is_visible() and not c.texts(".lc-error")[0]
+    c.close()
+
+
+# --- 4. the causal stepper --------------------------------------------------------------------
+
+def check_step(c, t, q, k, v, tokens):
+    out, w = al.scaled_dot_product_attention(q, k, v, causal=True)
+    n = len(tokens)
+    assert int(c.root.locator(".lc-step").input_value()) == t
+    assert c.root.locator(".lc-now").inner_text().startswith(f"step t = {t} of {n}")
+    chips = c.texts(".lc-tokens li")
+    assert [x.endswith("(masked)") for x in chips] == [j > t for j in range(1, n + 1)]
+    assert chips[t - 1].endswith("(new query)")
+    assert len(c.texts(".lc-cache li")) == t  # K and V of positions 1..t
+    for j, line in enumerate(c.texts(".lc-cache li")):
+        assert line.startswith(f"{j + 1} {tokens[j]}:") and "k = [" in line and "v = [" in line
+        key, value = (json.loads(x) for x in re.findall(r"\[[^\]]*\]", line))
+        assert_shown(key, k[j], 2)
+        assert_shown(value, v[j], 2)
+    assert_shown(c.floats(".lc-weight"), w[t - 1], 3, f"step {t}")
+    np.testing.assert_allclose(c.exact(), w[t - 1], rtol=0, atol=1e-15)
+    scores = c.texts(".lc-score")
+    assert scores[t:] == ["masked"] * (n - t)
+    assert_shown([float(s) for s in scores[:t]], (q[t - 1] @ k[:t].T) / np.sqrt(q.shape[1]), 3)
+    assert_shown(c.vectors(".lc-output"), [out[t - 1]], 3, f"step {t}")
+
+
+def test_causal_stepper_by_keyboard(chromium):
+    q, k, v = causal_example()
+    tokens = list(al.examples.cat_sat_on().tokens)
+    c = Control(chromium, lc.causal_stepper(q, k, v, tokens)._repr_html_())
+    check_step(c, 1, q, k, v, tokens)
+    assert c.root.locator(".lc-prev").get_attribute("aria-disabled") == "true"
+    for t in range(2, 5):
+        c.press(".lc-next", "Enter")
+        check_step(c, t, q, k, v, tokens)
+    c.press(".lc-next", "Enter")  # at the end: nothing moves, the focus stays
+    check_step(c, 4, q, k, v, tokens)
+    assert c.page.evaluate("() => document.activeElement.className") == "lc-next"
+    assert c.root.locator(".lc-next").get_attribute("aria-disabled") == "true"
+    c.press(".lc-prev", " ")
+    check_step(c, 3, q, k, v, tokens)
+    c.press(".lc-step", "Home")
+    check_step(c, 1, q, k, v, tokens)
+    c.press(".lc-step", "ArrowRight")
+    check_step(c, 2, q, k, v, tokens)
+    c.press(".lc-step", "End")
+    check_step(c, 4, q, k, v, tokens)
+    c.close()
+
+
+# --- 5. the projection-scale explorer ---------------------------------------------------------
+
+def test_projection_scale_explorer_by_keyboard(chromium):
+    ex = al.examples.cat_sat_on()
+    c = Control(chromium, lc.projection_scale_explorer(ex)._repr_html_())
+
+    def check(factor):
+        w = al.projection_scale_weights(ex.x, ex.w_q, ex.w_k, [factor])[0]
+        assert_shown(c.floats(".lc-heat td"), w.ravel(), 3, f"c = {factor}")
+        np.testing.assert_allclose(c.exact(".lc-heat td"), w.ravel(), rtol=0, atol=1e-12)
+        assert_shown(c.floats(".lc-c2"), [factor**2], 2)
+
+    check(1.0)
+    for factor in (0.0, 3.0, 10.0, 17.25, 30.0):
+        c.type_into(".lc-scale-number", f"{factor:g}")
+        check(factor)
+    c.press(".lc-scale", "ArrowLeft", 5)
+    factor = float(c.root.locator(".lc-scale").input_value())
+    assert factor == pytest.approx(29.95)
+    check(factor)
+    c.close()
