@@ -149,7 +149,7 @@ __all__ = [
 
 __version__ = "0.2.0"
 
-_LAZY = {"plotting", "widgets"}
+_LAZY = {"plotting", "widgets", "live_controls"}
 
 
 def __getattr__(name: str) -> Any:

@@ -349,7 +349,7 @@ def retrieval_loss_and_grads(
     Parameters
     ----------
     params : dict of array_like
-        As in :func:`retrieval_forward`.
+        As in :func:`~attention_lib.retrieval_forward`.
     data : RetrievalData
 
     Returns
@@ -446,7 +446,7 @@ def shift_loss_and_grads(
     Parameters
     ----------
     params : dict of array_like
-        As in :func:`shift_forward`.
+        As in :func:`~attention_lib.shift_forward`.
     data : ShiftData
     base : float, default 10000.0
 
@@ -647,7 +647,7 @@ def train_retrieval(
     Notes
     -----
     The loss is the cross-entropy of the answer; the gradient comes from
-    :func:`retrieval_loss_and_grads`. ``target_weight`` is the mean of
+    :func:`~attention_lib.training.retrieval_loss_and_grads`. ``target_weight`` is the mean of
     :math:`a_{b,\,\text{target}_b}`, the attention weight of the query on the
     pair it names.
 
@@ -730,7 +730,7 @@ def train_shift(
     -----
     Token content cannot solve the task (the tokens are uniformly random), so
     the weights must come from the positions:
-    :func:`shift_loss_and_grads` gives the gradient.
+    :func:`~attention_lib.training.shift_loss_and_grads` gives the gradient.
 
     Examples
     --------

@@ -265,3 +265,35 @@ def test_a_cell_that_measures_is_not_compared(path: Path):
             tags = cell.get("metadata", {}).get("tags", [])
             assert "nbval-ignore-output" in tags, (
                 f"{path.name}: cell {i} measures the machine but its output is compared")
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_prose_bookkeeping_stays_out_of_sight(path: Path):
+    # Names formatted for the prose (`*_txt`) are made in hidden cells (remove-input):
+    # a cell the reader sees computes the lesson, not the page's sentences.
+    nb = json.loads(path.read_text())
+    for i, cell in enumerate(nb["cells"]):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if cell["cell_type"] != "code" or "remove-input" in tags or "remove-cell" in tags:
+            continue
+        tree = _code_tree("".join(cell["source"]))
+        made = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                       and isinstance(n.ctx, ast.Store) and n.id.endswith("_txt")}
+                      | {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                         and n.id == "for_prose"})
+        assert not made, f"{path.name}: visible cell {i} makes prose names {made}"
+
+
+def test_the_api_page_documents_every_public_name():
+    import importlib
+
+    documented = set(re.findall(r"\.\. auto(?:function|class|data):: (\S+)",
+                                (ROOT / "api.md").read_text()))
+    short = {name.split(".")[-1] for name in documented}
+    modules = ("attention_lib", "attention_lib.plotting", "attention_lib.widgets",
+               "attention_lib.live_controls", "attention_lib.static_sliders",
+               "attention_lib.training")
+    skip = {"examples", "plotting", "training", "BOOK_RC"}  # modules and data
+    missing = [f"{m}.{n}" for m in modules for n in importlib.import_module(m).__all__
+               if n not in short and n not in skip]
+    assert not missing, f"api.md does not document {missing}"
