@@ -119,7 +119,7 @@ def attention_flops(
     Notes
     -----
     Each allowed pair :math:`(i, j)` costs one dot product of length
-    :math:`d_k` for its score and adds :math:`w_{ij} v_j` (length
+    :math:`d_k` for its score and adds :math:`A_{ij} v_j` (length
     :math:`d_v`) to output :math:`i`:
 
     .. math:: \text{scores} = 2 P d_k, \qquad \text{mix} = 2 P d_v,
@@ -367,7 +367,9 @@ def decode_step_multiplications(
             + t^2 (d_k + d_v) + t\, d_v d_{\text{model}} .
 
     Only matrix products are counted (not the :math:`r t` exponentials of the
-    softmax). The counts do not depend on how ``d_k`` is split into heads.
+    softmax). The counts do not depend on how ``d_k`` is split into heads. (Here
+    ``d_k`` and ``d_v`` are totals over the heads, written :math:`h\,d_k` and
+    :math:`h\,d_v` elsewhere in the book, where :math:`d_k` is one head's size.)
 
     Examples
     --------
