@@ -297,3 +297,44 @@ def test_the_api_page_documents_every_public_name():
     missing = [f"{m}.{n}" for m in modules for n in importlib.import_module(m).__all__
                if n not in short and n not in skip]
     assert not missing, f"api.md does not document {missing}"
+
+
+def _stream_text(cell: dict) -> str:
+    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
+    # The reader's cell runs as stored and says "not answered yet"; the solution sits
+    # behind a click (a gated dropdown) and its code checks itself: "correct".
+    cells = json.loads(path.read_text())["cells"]
+    labels = []
+    for i, cell in enumerate(cells):
+        text = "".join(cell["source"])
+        found = re.search(r"[`:]{3}\{exercise\}[^\n]*\n:label: (\S+)", text)
+        if cell["cell_type"] != "markdown" or not found:
+            continue
+        label = found.group(1)
+        labels.append(label)
+        reader = cells[i + 1]
+        src = "".join(reader["source"])
+        assert reader["cell_type"] == "code" and src.lstrip().startswith("answer = None"), (
+            f"{path.name}: {label} is not followed by the reader's cell")
+        assert "check_answer(answer" in src, f"{path.name}: {label}'s cell checks no answer"
+        assert _stream_text(reader).strip().endswith("not answered yet"), (
+            f"{path.name}: {label}'s reader cell does not say 'not answered yet'")
+        start = cells[i + 2]
+        head = "".join(start["source"])
+        assert start["cell_type"] == "markdown" and re.match(
+            rf"```\{{solution-start\}} {re.escape(label)}\n:class: dropdown\n```", head), (
+            f"{path.name}: {label} has no gated dropdown solution right after its cell")
+        end = next(j for j in range(i + 3, len(cells))
+                   if "{solution-end}" in "".join(cells[j]["source"]))
+        code = [c for c in cells[i + 3:end] if c["cell_type"] == "code"]
+        assert code, f"{path.name}: {label}'s solution has no code"
+        assert "check_answer(" in "".join(code[-1]["source"]), (
+            f"{path.name}: {label}'s solution does not check itself")
+        assert _stream_text(code[-1]).strip().endswith("correct"), (
+            f"{path.name}: {label}'s solution does not print 'correct'")
+    assert len(labels) >= 2, f"{path.name}: {len(labels)} exercises"
