@@ -277,7 +277,7 @@ def saturation_explorer(
     options = "".join(
         f'<option value="{"tutorial" if r["d_k"] is None else r["d_k"]}"'
         f'{" selected" if i == index else ""}>'
-        + (f"the source text's scores {html.escape(tut_text)}" if r["d_k"] is None
+        + (f"the tutorial's scores {html.escape(tut_text)}" if r["d_k"] is None
            else f"random q and keys, d_k = {r['d_k']}") + "</option>"
         for i, r in enumerate(rows))
     table = "".join(_bar_row(f"key {j + 1}", float(p), 3, _fmt(z[j], 2))
@@ -288,7 +288,7 @@ def saturation_explorer(
 <div class="lc-field"><input type="checkbox" class="lc-divide" id="{uid}-divide"
 {" checked" if divide else ""} disabled autocomplete="off"><label for="{uid}-divide">divide by
 √d<sub>k</sub></label><span class="lc-hint lc-divide-hint"{"" if row["d_k"] is None else " hidden"}>
-(not for the source text's row, which has no d<sub>k</sub>)</span></div>
+(not for the tutorial's row, which has no d<sub>k</sub>)</span></div>
 {_scale_fields(uid, "scale c", c0, float(scale_max), float(step))}
 </div>
 <p>scores c·s: <span class="lc-formula">{formula}</span></p>
@@ -300,7 +300,7 @@ score</th><th scope="col">weight</th><th scope="col" class="lc-num">p</th></tr><
 <span>‖J‖<sub>F</sub> = <span class="lc-jnorm">{_fmt(st.jacobian_norm, 4)}</span></span>
 <span>largest |J<sub>ij</sub>| = <span class="lc-jmax">{_fmt(st.jacobian_max, 4)}</span></span>
 </p>"""
-    state = (f"c = {c0:g} on the source text's scores" if row["d_k"] is None
+    state = (f"c = {c0:g} on the tutorial's scores" if row["d_k"] is None
              else f"c = {c0:g}, d_k = {row['d_k']}, "
              + ("divided by √d_k" if divide else "not divided"))
     alt = (f"explorer of softmax(c × scores) for the scores {tut_text} and random scores at "

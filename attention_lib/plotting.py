@@ -594,15 +594,32 @@ def _saturation_title(scale: float, d_k: int, divide: bool) -> str:
 def _saturation_bars(ax: Any, scores: np.ndarray, title: str, *, annotate: bool = True) -> Any:
     """Bar chart of softmax(scores) with entropy and Jacobian size in the title."""
     st = saturation_stats(scores)
-    labels = [f"k{j + 1}" for j in range(scores.shape[0])]
+    labels = [str(j + 1) for j in range(scores.shape[0])]
     weights_bar(st.weights, labels, ax=ax, highlight=int(np.argmax(st.weights)),
                 fmt="{:.2f}", ylabel="weight", annotate=annotate)
     ax.set_ylim(0.0, 1.15)
+    ax.set_yticks([0.0, 0.5, 1.0])
     ax.set_xlabel("key")
-    ax.set_title(f"{title}\nmax w = {float(st.weights.max()):.2f}, "
+    ax.set_title(f"{title}\nmax w = {float(st.weights.max()):.2f}\n"
                  f"H = {float(st.entropy):.2f}\n"
                  rf"$\|J\|_F$ = {float(st.jacobian_norm):.3f}", fontsize=10)
     return ax
+
+
+_GRID_COLUMNS = 4  # panels per row of saturation_grid: 4 x 1.75 inches = 7 inches
+
+
+def _grid_row(sub: Any, panels: list[tuple[np.ndarray, str]], cols: int) -> None:
+    """``panels`` (scores, title) as bar charts in rows of ``cols`` on the subfigure ``sub``."""
+    rows = -(-len(panels) // cols)
+    axes = sub.subplots(rows, cols, squeeze=False, sharey=True)
+    for n, ax in enumerate(axes.ravel()):
+        if n < len(panels):
+            _saturation_bars(ax, *panels[n], annotate=False)
+            if n % cols:
+                ax.set_ylabel("")
+        else:
+            ax.set_axis_off()
 
 
 def saturation_grid(
@@ -613,13 +630,18 @@ def saturation_grid(
     n_keys: int = 8,
     seed: int = 0,
 ) -> Figure:
-    r"""Small multiples of :func:`attention_lib.widgets.saturation_explorer`'s key slider positions.
+    r"""Small multiples of :func:`attention_lib.widgets.saturation_explorer`'s key positions.
 
-    Top row: ``d_k`` fixed, scores divided by :math:`\sqrt{d_k}`, one panel per
-    scale :math:`c` in ``scales``. Bottom row: :math:`c = 1`, scores *not*
-    divided, one panel per size in ``d_ks``. Each panel shows the weights of
-    one random query over ``n_keys`` keys, with their entropy :math:`H` and
-    the Frobenius norm of the softmax Jacobian in the title.
+    Every panel comes from one draw: :math:`s`, the scores of one random query over
+    ``n_keys`` random keys of size ``d_k``, divided by :math:`\sqrt{d_k}`
+    (:func:`attention_lib.saturation_scores`). Top: :math:`c\,s`, one panel per
+    scale :math:`c` in ``scales``. Bottom: :math:`\sqrt{d}\,s`, one panel per size
+    :math:`d` in ``d_ks``: the scores left undivided at size :math:`d` of a query and keys
+    whose divided scores are :math:`s` (divided scores of random vectors have the same
+    spread at every size, so only the missing division changes from panel to panel).
+    Each panel shows the weights with their largest value, their entropy :math:`H` and
+    the Frobenius norm of the softmax Jacobian in the title. Rows hold at most four
+    panels, so the figure is at most 7 inches wide.
 
     Parameters
     ----------
@@ -628,7 +650,7 @@ def saturation_grid(
     d_ks : array_like of int
         Key sizes for the bottom row.
     d_k : int, default 64
-        Key size of the top row.
+        Key size of the draw.
     n_keys, seed : int
         As in :func:`attention_lib.saturation_scores`.
 
@@ -641,33 +663,30 @@ def saturation_grid(
     >>> fig = saturation_grid(scales=[1, 30], d_ks=[1, 1024])
     >>> len(fig.axes)
     4
-    >>> fig.axes[0].get_title().splitlines()[0]
-    'c = 1, $d_k$ = 64, $\\div\\sqrt{d_k}$'
+    >>> [ax.get_title().splitlines()[0] for ax in fig.axes]
+    ['c = 1, scores 1·s', 'c = 30, scores 30·s', '$d_k$ = 1 undivided:', '$d_k$ = 1024 undivided:']
+    >>> fig.axes[3].get_title().splitlines()[1]
+    '$\\sqrt{1024}\\,s$ = 32·s'
     >>> plt.close(fig)
     """
     c = as_real_array(scales, "scales", min_ndim=1)
     dims = [positive_int(int(d) if float(d).is_integer() else d, "d_ks", minimum=1)
             for d in as_real_array(d_ks, "d_ks", min_ndim=1)]
-    cols = max(len(c), len(dims))
-    fig, axes = plt.subplots(2, cols, figsize=(2.2 * cols, 6.6), layout="constrained",
-                             squeeze=False, sharey=True)
-    for col in range(cols):
-        if col < len(c):
-            s = saturation_scores(d_k, scale=float(c[col]), n_keys=n_keys, seed=seed)
-            _saturation_bars(axes[0, col], s, _saturation_title(float(c[col]), d_k, True),
-                             annotate=False)
-        else:
-            axes[0, col].set_axis_off()
-        if col < len(dims):
-            s = saturation_scores(dims[col], divide_by_sqrt_dk=False, n_keys=n_keys, seed=seed)
-            _saturation_bars(axes[1, col], s, _saturation_title(1, dims[col], False),
-                             annotate=False)
-        else:
-            axes[1, col].set_axis_off()
-    for ax in axes[:, 1:].ravel():
-        ax.set_ylabel("")
-    fig.suptitle(f"One random query, {n_keys} keys. Top: larger scale c. "
-                 r"Bottom: larger $d_k$, not divided")
+    base = saturation_scores(d_k, n_keys=n_keys, seed=seed)  # (n_keys,): divided, c = 1
+    top = [(float(x) * base, f"c = {x:g}, scores {x:g}·s") for x in c]
+    bottom = [(np.sqrt(d) * base, f"$d_k$ = {d} undivided:\n"
+                                  rf"$\sqrt{{{d}}}\,s$ = {np.sqrt(d):.3g}·s") for d in dims]
+    cols = min(_GRID_COLUMNS, max(len(top), len(bottom)))
+    rows = [-(-len(top) // cols), -(-len(bottom) // cols)]
+    fig = plt.figure(figsize=(1.75 * cols, 3.1 * sum(rows) + 0.9), layout="constrained")
+    upper, lower = fig.subfigures(2, 1, height_ratios=rows)
+    _grid_row(upper, top, cols)
+    _grid_row(lower, bottom, cols)
+    upper.suptitle("Top: a larger scale c, scores c·s", fontsize=11)
+    lower.suptitle(r"Bottom: the division left out at size $d_k$, scores $\sqrt{d_k}\,s$",
+                   fontsize=11)
+    fig.suptitle(f"One draw s: the scores of a random query over {n_keys} keys\n"
+                 rf"at $d_k$ = {d_k}, divided by $\sqrt{{d_k}}$")
     return fig
 
 

@@ -92,10 +92,13 @@ class Explorer:
 
     Examples
     --------
-    >>> fig, ax = plt.subplots()
+    >>> fig, ax = plt.subplots(figsize=(4, 3))
     >>> ex = Explorer(widgets.IntSlider(), fig, alt="an empty plot")
-    >>> sorted(ex._repr_mimebundle_())[:2]
+    >>> bundle, metadata = ex._repr_mimebundle_()
+    >>> sorted(bundle)[:2]
     ['application/vnd.jupyter.widget-view+json', 'image/png']
+    >>> metadata["image/png"]["width"] == int.from_bytes(ex.png[16:20], "big") // 2
+    True
     """
 
     def __init__(
@@ -112,13 +115,18 @@ class Explorer:
         # prefers text/html over the PNG; JupyterLab prefers the live widget over both.
         self.html = html
 
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["image/png"] = base64.b64encode(self.png).decode("ascii")
         if self.html is not None:
             bundle["text/html"] = self.html._repr_html_()
         bundle["text/plain"] = f"<{type(self).__name__}: {self.alt}>"
-        return bundle
+        # The PNG has twice the pixels (figure_png): show it at half its pixel width, the
+        # figure's size, sharp on hi-dpi screens. The width is in the PNG header, bytes 16-20.
+        width = int.from_bytes(self.png[16:20], "big")
+        return bundle, {"image/png": {"width": width // 2}}
 
 
 def live_plot(
@@ -254,13 +262,14 @@ def saturation_explorer(
     :math:`\sqrt{d_k}`" redraw the weights of one random query
     (:func:`attention_lib.saturation_scores`) and, beside them, the entropy and the size of
     the softmax Jacobian as functions of :math:`c` with the current
-    :math:`c` marked. Static fallback: :func:`attention_lib.plotting.saturation_grid`.
+    :math:`c` marked. Static fallback: :func:`attention_lib.plotting.saturation_grid`
+    (every panel from the one draw at ``d_k``).
 
     Parameters
     ----------
     d_k : int, default 64
         Initial key size (a power of two up to 1024) and the key size of the
-        fallback's top row.
+        fallback's one draw.
     n_keys, seed : int
         As in :func:`attention_lib.saturation_scores`.
     scales, d_ks : array_like
@@ -277,7 +286,7 @@ def saturation_explorer(
     --------
     >>> ex = saturation_explorer(scales=[1, 30], d_ks=[1, 1024])
     >>> ex.alt.split(":")[0]
-    'Weights of one random query over 8 keys'
+    'Weights of one random query over 8 keys, as bar charts, all from one draw s'
     >>> plt.close("all")
     """
     if d_k not in _DK_CHOICES:
@@ -289,13 +298,13 @@ def saturation_explorer(
         st = saturation_stats(s)
         return f"largest weight {float(st.weights.max()):.2f}, entropy {float(st.entropy):.2f}"
 
-    top = "; ".join(f"c = {x:g}: " + describe_panel(
-        saturation_scores(d_k, scale=float(x), n_keys=n_keys, seed=seed)) for x in c)
-    bottom = "; ".join(f"d_k = {d}: " + describe_panel(
-        saturation_scores(d, divide_by_sqrt_dk=False, n_keys=n_keys, seed=seed)) for d in dims)
-    alt = (f"Weights of one random query over {n_keys} keys: bar charts in two rows. Top row, "
-           f"d_k = {d_k} with scores divided by the square root of d_k, scale {top}. Bottom "
-           f"row, scale 1 with undivided scores, {bottom}. The larger the effective scale, the "
+    base = saturation_scores(d_k, n_keys=n_keys, seed=seed)  # (n_keys,): the one draw, s
+    top = "; ".join(f"c = {x:g}: " + describe_panel(float(x) * base) for x in c)
+    bottom = "; ".join(f"d_k = {d}: " + describe_panel(math.sqrt(d) * base) for d in dims)
+    alt = (f"Weights of one random query over {n_keys} keys, as bar charts, all from one "
+           f"draw s: its scores at d_k = {d_k}, divided by the square root of d_k. Top, the "
+           f"scores times a scale c, {top}. Bottom, the division left out at size d_k, which "
+           f"multiplies s by the square root of d_k, {bottom}. The larger the factor, the "
            "closer the weights are to one-hot and the smaller the entropy and the gradient.")
 
     grid = np.geomspace(0.1, 100.0, 200)  # scales for the curves
@@ -326,7 +335,7 @@ def saturation_explorer(
         twin.plot([scale], [float(now.jacobian_norm)], "o", color="tab:red")
         lines = right.get_lines()[:1] + twin.get_lines()[:2]
         twin.legend(lines, [line.get_label() for line in lines], loc="upper right",
-                    fontsize=8)
+                    fontsize=9)
         right.set_title(f"max weight {float(now.weights.max()):.3f}, "
                         rf"max $|J_{{ij}}|$ = {float(now.jacobian_max):.4f}", fontsize=9)
         plt.show()

@@ -9,6 +9,7 @@ display or a kernel.
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 
@@ -207,8 +208,11 @@ def test_explorer_carries_a_slider_and_a_png_fallback():
         ex = projection_scale_explorer(EX, scales=[1, 30])
         assert isinstance(ex, Explorer)
         assert ex.png.startswith(b"\x89PNG")
-        bundle = ex._repr_mimebundle_()
+        bundle, metadata = ex._repr_mimebundle_()
         assert {"image/png", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
+        # the 2x PNG is displayed at half its pixel width, the figure's own size
+        pixels_wide = plt.imread(io.BytesIO(ex.png)).shape[1]
+        assert metadata == {"image/png": {"width": pixels_wide // 2}}
         slider = ex.widget.children[0].children[0]
         assert isinstance(slider, ipywidgets.FloatLogSlider)
         assert slider.description == "c" and slider.value == 1.0

@@ -137,9 +137,9 @@ def page(lab_url, tmp_path_factory):
         context.close()
 
 
-# The text of the output holding the browser-side softmax slider, or None.
+# The text of the output holding the browser-side saturation explorer, or None.
 SLIDER_TEXT = """() => { const o = [...document.querySelectorAll('.jp-OutputArea-output')]
-    .find(e => /largest gradient entry/.test(e.textContent));
+    .find(e => /Softmax saturation: scale/.test(e.textContent));
     return o ? o.innerText : null; }"""
 BEFORE_RUN: dict[str, str | None] = {}
 
@@ -149,12 +149,12 @@ def test_slider_shows_numbers_before_its_script_runs(page):
     # note saying how to make the slider move.
     text = BEFORE_RUN["slider"]
     assert text, "the browser-side slider's output is not in the notebook"
-    assert "This slider moves when its script runs" in text, text
+    assert "These controls work when their script runs" in text, text
     weights = [float(w) for w in re.findall(r"\b[01]\.\d{3}\b", text.split("entropy")[0])]
     assert len(weights) >= 2 and abs(sum(weights) - 1) < 0.005 * len(weights), text
     # Run (and so trusted), the script replaces the note by the live slider.
     after = page.evaluate(SLIDER_TEXT)
-    assert after and "This slider moves when its script runs" not in after, after
+    assert after and "These controls work when their script runs" not in after, after
 
 
 # The rendered markdown of each cell (jupyterlab-myst's `.myst`, or JupyterLab's own
