@@ -34,7 +34,7 @@ from .exercises import answer_verdict, check_answer
 from .gradients import attention_backward, softmax_vjp
 from .kv_cache import KVCache
 from .masks import padding_mask
-from .measure import best_time, cpu_description, power_law_fit, stored_benchmark
+from .measure import benchmark_machine, best_time, cpu_description, power_law_fit, stored_benchmark
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positions import (
     apply_rotary,
@@ -124,6 +124,7 @@ __all__ = [
     "tiled_attention",
     "cpu_description",
     "stored_benchmark",
+    "benchmark_machine",
     # Chapter 11: word order
     "apply_rotary",
     "position_frequencies",

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, describe, positive_int
 
-__all__ = ["best_time", "cpu_description", "power_law_fit", "stored_benchmark"]
+__all__ = ["benchmark_machine", "best_time", "cpu_description", "power_law_fit", "stored_benchmark"]
 
 BENCHMARK_RESOURCE = "attention_benchmark.json"
 
@@ -168,8 +168,11 @@ def stored_benchmark() -> dict[str, Any]:
             Where it ran: ``cpu_model``, ``simd`` (``"AVX-512"``, ``"AVX2"``,
             ...), ``cpus``, ``python``, ``numpy``, ``torch`` (None when torch
             was not installed), ``date`` (ISO 8601), ``processor``, the thread
-            counts (``blas_threads``, ``torch_threads``, ``tiled_workers``)
-            and the load average at start and end.
+            counts (``blas_threads``, ``torch_threads``, ``tiled_workers``),
+            the load average at start and end, ``blas`` (numpy's BLAS as
+            threadpoolctl reports it, with the kernel ``architecture`` it ran),
+            ``environment`` (the ``OPENBLAS_*``, ``OMP_*`` and ``MKL_*``
+            variables) and ``torch_cpu_capability``.
         ``heads``, ``d``, ``sizes``, ``repeats``
             The shapes timed: ``heads`` heads of ``n`` positions for ``n`` in
             ``sizes``, vectors of size ``d``; ``repeats[str(n)]`` rounds.
@@ -185,6 +188,8 @@ def stored_benchmark() -> dict[str, Any]:
         ``memory``
             Peak memory per (n, implementation): ``peak_bytes``,
             ``returned_bytes``, ``extra_bytes`` (float32, one head, d = 64).
+        ``target_timings``
+            The rounds that time ``tiled`` against ``torch`` alone, interleaved.
         ``targets``
             Each goal with its ``value``, ``limit`` and whether it was ``met``.
         ``elapsed_s``, ``quick``
@@ -201,3 +206,35 @@ def stored_benchmark() -> dict[str, Any]:
     text = resources.files("attention_lib").joinpath("data", BENCHMARK_RESOURCE).read_text(
         encoding="utf-8")
     return json.loads(text)
+
+
+def benchmark_machine(bench: dict[str, Any] | None = None) -> str:
+    """One line naming where a benchmark ran: CPU, SIMD level, BLAS kernel, numpy, date.
+
+    Parameters
+    ----------
+    bench : dict, optional
+        Results as :func:`stored_benchmark` returns them (the default).
+
+    Returns
+    -------
+    str
+        For example ``"AMD EPYC (AVX-512, 2 CPUs; numpy's OpenBLAS ran its Haswell
+        kernels), numpy 2.4.6, on 2026-12-01"``. The BLAS kernel is named because
+        it, not the CPU's widest SIMD level, sets numpy's speed: an environment
+        variable such as ``OPENBLAS_CORETYPE`` can hold it below what the CPU has.
+
+    Examples
+    --------
+    >>> machine = {"cpu_model": "Some CPU", "simd": "AVX2", "cpus": 4, "numpy": "2.4.6",
+    ...            "date": "2026-01-02T03:04:05+00:00",
+    ...            "blas": [{"internal_api": "openblas", "architecture": "Zen"}]}
+    >>> benchmark_machine({"machine": machine})
+    "Some CPU (AVX2, 4 CPUs; numpy's OpenBLAS ran its Zen kernels), numpy 2.4.6, on 2026-01-02"
+    """
+    machine = (stored_benchmark() if bench is None else bench)["machine"]
+    kernels = [b.get("architecture") for b in machine.get("blas", [])
+               if b.get("internal_api") == "openblas" and b.get("architecture")]
+    blas = f"; numpy's OpenBLAS ran its {kernels[0]} kernels" if kernels else ""
+    return (f"{machine['cpu_model']} ({machine['simd']}, {machine['cpus']} CPUs{blas}), "
+            f"numpy {machine['numpy']}, on {machine['date'][:10]}")

@@ -241,59 +241,84 @@ def _future(rows: int, cols: int) -> np.ndarray:
     return upper
 
 
-def _raise_overflow(s: np.ndarray, index: tuple[int, ...], i0: int, start: int) -> None:
-    """Raise the same ``ValueError`` as :func:`scaled_dot_product_attention` for a bad tile."""
-    _, (row, col) = first_true(~np.isfinite(s))
+@functools.cache
+def _past(rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
+    """(rows, cols) of ``dtype``, 1 on and below the diagonal (the keys kept), 0 above."""
+    lower = np.tri(rows, cols, dtype=dtype)
+    lower.flags.writeable = False
+    return lower
+
+
+def _raise_overflow(s: np.ndarray, indices: Sequence[tuple[int, ...]], i0: int,
+                    start: int) -> None:
+    """Raise the same ``ValueError`` as :func:`scaled_dot_product_attention` for a bad tile.
+
+    ``s`` has shape (g, rows, keys), one tile per (batch, head) entry of ``indices``.
+    """
+    _, (entry, row, col) = first_true(~np.isfinite(s))
     raise ValueError(
         f"the scores q . k / sqrt(d_k) overflow {s.dtype}: the score at (..., query, key) "
-        f"index {(*index, i0 + row, start + col)} is not finite; expected inputs whose dot "
-        "products fit the dtype (rescale them, or use float64)"
+        f"index {(*indices[entry], i0 + row, start + col)} is not finite; expected inputs "
+        "whose dot products fit the dtype (rescale them, or use float64)"
     )
 
 
-class _Head(NamedTuple):
-    """One (batch, head) entry, prepared once for all its query tiles.
+class _Heads(NamedTuple):
+    """A few (batch, head) entries, prepared once for all their query tiles.
+
+    The entries of a group go through every step together: one call on a stack
+    of ``g`` tiles instead of ``g`` calls, so the thread pool's workers spend
+    less time in Python (where only one of them can run at a time).
 
     ``k_aug`` carries an extra column of ones: a query row ``[q_i, -m_i]``
     times ``k_aug`` gives ``q_i . k_j - m_i`` in the product itself, which
-    saves a pass over every score tile.
+    saves a pass over every score tile. ``v_aug`` carries one too: ``P`` times
+    ``v_aug`` gives ``P V`` and, in its last column, the row sums of ``P`` in
+    the same product.
     """
 
-    q: np.ndarray  # (n_q, d_k), a view of the input
+    indices: tuple[tuple[int, ...], ...]  # the g (batch, head) entries
+    q: tuple[np.ndarray, ...]  # g views of the input, (n_q, d_k) each
     scale: float  # 1 / sqrt(d_k)
-    q_norm: np.ndarray  # (n_q,), |q_i| / sqrt(d_k)
-    m0: np.ndarray  # (n_q,), the score of one key each query sees: a start for m
-    k_aug: np.ndarray  # (n_k, d_k + 1), [k | 1]
-    k_norm_max: np.ndarray  # (n_blocks,), the largest |k_j| in each key block
-    v: np.ndarray  # (n_k, d_v), a view of the input
-    ones: np.ndarray  # (n_k,): P @ ones is the row sums of P (a BLAS product, faster than sum)
+    q_norm: np.ndarray  # (g, n_q), |q_i| / sqrt(d_k)
+    m0: np.ndarray  # (g, n_q), the score of one key each query sees: a start for m
+    k_aug: np.ndarray  # (g, n_k, d_k + 1), [k | 1]
+    k_norm_max: np.ndarray  # (g, n_blocks), the largest |k_j| in each key block
+    v_aug: np.ndarray  # (g, n_k, d_v + 1), [v | 1]
 
 
-def _prepare_head(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
-                  block_k: int) -> _Head:
-    n_q, d_k = q.shape
-    n_k = k.shape[0]
+def _prepare_heads(indices: tuple[tuple[int, ...], ...], q_all: np.ndarray, k_all: np.ndarray,
+                   v_all: np.ndarray, causal: bool, block_k: int) -> _Heads:
+    qs = tuple(q_all[index] for index in indices)
+    n_q, d_k = qs[0].shape
+    n_k, d_v = v_all.shape[-2:]
+    g = len(indices)
     scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
-    k_aug = np.empty((n_k, d_k + 1), dtype=q.dtype)  # (n_k, d_k + 1)
-    k_aug[:, :d_k] = k
-    k_aug[:, d_k] = 1
-    k_norm = np.sqrt(np.einsum("jd,jd->j", k, k))  # (n_k,)
-    starts = np.arange(0, n_k, block_k)
+    k_aug = np.empty((g, n_k, d_k + 1), dtype=q_all.dtype)  # (g, n_k, d_k + 1)
+    v_aug = np.empty((g, n_k, d_v + 1), dtype=q_all.dtype)  # (g, n_k, d_v + 1)
+    for j, index in enumerate(indices):
+        k_aug[j, :, :d_k] = k_all[index]
+        v_aug[j, :, :d_v] = v_all[index]
+    k_aug[:, :, d_k] = 1
+    v_aug[:, :, d_v] = 1
+    k = k_aug[:, :, :d_k]  # (g, n_k, d_k), a view
+    k_norm = np.sqrt(np.einsum("gjd,gjd->gj", k, k))  # (g, n_k)
+    q_norm = np.stack([np.sqrt(np.einsum("id,id->i", q, q)) for q in qs]) * scale  # (g, n_q)
     # The score of a key every query sees: its own position under the causal rule
     # (query i is at position i + n_k - n_q), else key 0.
     if causal:
-        m0 = np.einsum("id,id->i", q, k[n_k - n_q:]) * scale  # (n_q,)
+        m0 = np.stack([np.einsum("id,id->i", q, k[j, n_k - n_q:]) for j, q in enumerate(qs)])
     else:
-        m0 = (q @ k[0]) * scale  # (n_q,)
-    return _Head(
-        q=q,
+        m0 = np.stack([q @ k[j, 0] for j, q in enumerate(qs)])
+    return _Heads(
+        indices=indices,
+        q=qs,
         scale=scale,
-        q_norm=np.sqrt(np.einsum("id,id->i", q, q)) * scale,
-        m0=m0,
+        q_norm=q_norm,
+        m0=m0 * scale,  # (g, n_q)
         k_aug=k_aug,
-        k_norm_max=np.maximum.reduceat(k_norm, starts),
-        v=v,
-        ones=np.ones(n_k, dtype=q.dtype),
+        k_norm_max=np.maximum.reduceat(k_norm, np.arange(0, n_k, block_k), axis=1),
+        v_aug=v_aug,
     )
 
 
@@ -302,85 +327,120 @@ def _prepare_head(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
 # overflowing even float16's float32 accumulator, and no precision is lost.
 _RESCALE_THRESHOLD = 16.0
 
+# At most this many (batch, head) entries go through a query tile together.
+_MAX_HEADS_PER_TASK = 4
+
+
+def _key_spans(rows: int, n_q: int, n_k: int, i0: int, causal: bool,
+               block_k: int) -> list[tuple[int, int, int, bool]]:
+    """The key spans query rows ``i0:i0 + rows`` meet: (first row, start, stop, on_diagonal).
+
+    Rows ``first:`` of the tile meet keys ``start:stop``. Under the causal rule
+    query i sits at position i + n_k - n_q: the keys before the first query's
+    position are visible to every row of the tile (no mask), the next ``rows``
+    keys form a lower-triangular tile, and later keys are skipped entirely. The
+    triangle is cut in two: all rows meet its first half of keys, only the second
+    half of the rows meets the second half (a quarter of the tile is never computed).
+    """
+    if not causal:
+        return [(0, j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
+    diagonal = i0 + (n_k - n_q)
+    spans = [(0, j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
+    half = rows // 2
+    if half:
+        spans.append((0, diagonal, diagonal + half, True))
+    spans.append((half, diagonal + half, diagonal + rows, True))
+    return spans
+
 
 def _attend_query_block(
-    head: _Head,
+    heads: _Heads,
     out: np.ndarray,
-    index: tuple[int, ...],
     i0: int,
     i1: int,
     causal: bool,
     block_k: int,
     check_overflow: bool,
 ) -> None:
-    """Write rows ``i0:i1`` of one (batch, head) entry's output into ``out`` (n_q, d_v).
+    """Write rows ``i0:i1`` of the outputs of ``heads`` into ``out`` (..., n_q, d_v).
 
-    Only ``(i1 - i0) x block_k`` scores exist at any time.
+    Only ``g x (i1 - i0) x block_k`` scores exist at any time, ``g`` the number
+    of entries in ``heads``.
     """
-    n_q, d_k = head.q.shape
-    n_k = head.k_aug.shape[0]
+    g = len(heads.indices)
+    n_q, d_k = heads.q[0].shape
+    n_k, d_v1 = heads.v_aug.shape[1:]  # d_v + 1
+    dtype = heads.v_aug.dtype
     rows = i1 - i0
-    # Key spans to visit, as (first row, start, stop, on_diagonal): rows first:
-    # of the tile meet keys start:stop. Under the causal rule query i sits at
-    # position i + n_k - n_q: the keys before the first query's position are
-    # visible to every row of the tile (no mask), the next `rows` keys form a
-    # lower-triangular tile, and later keys are skipped entirely. The triangle
-    # is cut in two: all rows meet its first half of keys, only the second half
-    # of the rows meets the second half (a quarter of the tile is never computed).
-    if causal:
-        diagonal = i0 + (n_k - n_q)
-        spans = [(0, j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
-        half = rows // 2
-        if half:
-            spans.append((0, diagonal, diagonal + half, True))
-        spans.append((half, diagonal + half, diagonal + rows, True))
-    else:
-        spans = [(0, j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
+    spans = _key_spans(rows, n_q, n_k, i0, causal, block_k)
+    last_key = spans[-1][2]  # keys from last_key on are never visited
 
     # The reference m of each row: a score the row really has, so that the sum l
-    # below holds a term exp(0) = 1 and cannot underflow; raised when a tile's
-    # scores exceed it by more than the threshold.
-    m = head.m0[i0:i1].copy()  # (b_q,)
-    q_aug = np.empty((rows, d_k + 1), dtype=head.q.dtype)  # (b_q, d_k + 1), [q | -m]
-    np.multiply(head.q[i0:i1], head.scale, out=q_aug[:, :d_k])
-    q_aug[:, d_k] = -m
-    q_norm = head.q_norm[i0:i1]  # (b_q,)
+    # (the last column of acc) holds a term exp(0) = 1 and cannot underflow.
+    m = heads.m0[:, i0:i1].copy()  # (g, b_q)
+    q_aug = np.empty((g, rows, d_k + 1), dtype=dtype)  # (g, b_q, d_k + 1), [q | -m]
+    for j, q in enumerate(heads.q):
+        np.multiply(q[i0:i1], heads.scale, out=q_aug[j, :, :d_k])
+    q_aug[:, :, d_k] = -m
+    q_norm = heads.q_norm[:, i0:i1]  # (g, b_q)
+    # Cauchy-Schwarz: q_i . k_j <= |q_i| max|k_j|. When that bound exceeds m by
+    # at most the threshold for every key the tile visits, no score can, and the
+    # loop below needs no maximum at all (the usual case).
+    k_bound = heads.k_norm_max[:, : (last_key - 1) // block_k + 1].max(axis=1)  # (g,)
+    checked = bool((q_norm * k_bound[:, None] - m > _RESCALE_THRESHOLD).any())
     width = max(stop - start for _, start, stop, _ in spans)
-    scratch = np.empty(rows * width, dtype=head.q.dtype)  # one (b_q, b_k) tile at a time
-    acc = out[i0:i1]  # (b_q, d_v), accumulated in place in the output
-    acc[...] = 0
-    update = np.empty_like(acc)  # (b_q, d_v)
-    l_sum = np.zeros(rows, dtype=head.q.dtype)  # (b_q,)
-    row_sum = np.empty_like(l_sum)
-    for first, start, stop, on_diagonal in spans:
-        r = slice(first, rows)  # the rows of the tile that meet these keys
-        s = scratch[: (rows - first) * (stop - start)].reshape(rows - first, stop - start)
-        np.matmul(q_aug[r], head.k_aug[start:stop].T, out=s)  # S - m: (b, d_k+1) @ (d_k+1, b_k)
+    scratch = np.empty(g * rows * width, dtype=dtype)  # one (g, b_q, b_k) stack of tiles
+    acc = np.empty((g, rows, d_v1), dtype=dtype)  # (g, b_q, d_v + 1): [P V | rowsum P]
+    update = np.empty_like(acc)  # (g, b_q, d_v + 1)
+    k_t = heads.k_aug.transpose(0, 2, 1)  # (g, d_k + 1, n_k), a view
+    for number, (first, start, stop, on_diagonal) in enumerate(spans):
+        s = scratch[: g * (rows - first) * (stop - start)].reshape(g, rows - first, stop - start)
+        np.matmul(q_aug[:, first:], k_t[:, :, start:stop], out=s)  # S - m, (g, b, b_k)
         if check_overflow and not np.isfinite(s).all():
-            _raise_overflow(s, index, i0 + first, start)
-        if on_diagonal:
-            np.copyto(s, -np.inf, where=_future(rows - first, stop - start))  # future keys
-            k_bound = float(head.k_norm_max[start // block_k: (stop - 1) // block_k + 1].max())
+            _raise_overflow(s, heads.indices, i0 + first, start)
+        if checked:
+            if on_diagonal:
+                np.copyto(s, -np.inf, where=_future(rows - first, stop - start))
+            _raise_reference(heads, s, first, start, stop, block_k, q_norm, m, q_aug, acc,
+                             number)
+            np.exp(s, out=s)  # P = exp(S - m)
         else:
-            k_bound = float(head.k_norm_max[start // block_k])
-        # Cauchy-Schwarz: q_i . k_j <= |q_i| max|k_j|. Only when that bound exceeds
-        # m by more than the threshold is the tile's maximum needed.
-        if (q_norm[r] * k_bound - m[r] > _RESCALE_THRESHOLD).any():
-            grow = s.max(axis=1)  # how far each row's scores exceed m
-            np.maximum(grow, 0, out=grow)
-            if grow.any():
-                s -= grow[:, None]  # every exponent <= 0 again
-                rescale = np.exp(-grow)  # <= 1: the old sums relative to the new m
-                acc[r] *= rescale[:, None]
-                l_sum[r] *= rescale
-                m[r] += grow
-                q_aug[r, d_k] = -m[r]
-        np.exp(s, out=s)  # P = exp(S - m)
-        np.matmul(s, head.ones[start:stop], out=row_sum[r])  # the row sums of P
-        l_sum[r] += row_sum[r]
-        np.matmul(s, head.v[start:stop], out=update[r])  # (b, b_k) @ (b_k, d_v)
-        acc[r] += update[r]
-    acc /= l_sum[:, None]
+            np.exp(s, out=s)  # P = exp(S - m), every exponent <= the threshold
+            if on_diagonal:  # future keys: exp(score) * 0, finite times zero
+                np.multiply(s, _past(rows - first, stop - start, s.dtype), out=s)
+        if number == 0:  # first == 0: every row, nothing accumulated yet
+            np.matmul(s, heads.v_aug[:, start:stop], out=acc)  # (g, b_q, d_v + 1)
+        else:
+            np.matmul(s, heads.v_aug[:, start:stop], out=update[:, first:])
+            np.add(acc[:, first:], update[:, first:], out=acc[:, first:])
+    for j, index in enumerate(heads.indices):
+        np.divide(acc[j, :, :-1], acc[j, :, -1:], out=out[index][i0:i1])
+
+
+def _raise_reference(heads: _Heads, s: np.ndarray, first: int, start: int, stop: int,
+                     block_k: int, q_norm: np.ndarray, m: np.ndarray, q_aug: np.ndarray,
+                     acc: np.ndarray, number: int) -> None:
+    """Raise ``m`` of rows ``first:`` where the tiles ``s = S - m`` may exceed the threshold.
+
+    ``s`` (g, rows, keys) (its future keys already ``-inf``), the sums in ``acc``
+    (unless this is the first span, ``number == 0``, when nothing is accumulated
+    yet) and the ``-m`` column of ``q_aug`` are updated in place: afterwards no
+    entry of ``s`` exceeds the threshold. The tiles' maxima are computed only when
+    the Cauchy-Schwarz bound of some row exceeds its m by more than the threshold
+    for these keys.
+    """
+    r = slice(first, None)
+    k_bound = heads.k_norm_max[:, start // block_k: (stop - 1) // block_k + 1].max(axis=1)
+    if not (q_norm[:, r] * k_bound[:, None] - m[:, r] > _RESCALE_THRESHOLD).any():
+        return
+    grow = s.max(axis=2)  # (g, rows): how far each row's scores exceed m
+    np.maximum(grow, 0, out=grow)
+    if grow.any():
+        s -= grow[:, :, None]  # every exponent <= 0 again
+        if number:  # sums so far: re-express them relative to the new m
+            acc[:, r] *= np.exp(-grow)[:, :, None]  # <= 1
+        m[:, r] += grow
+        q_aug[:, r, -1] = -m[:, r]
 
 
 def _scores_may_overflow(q: np.ndarray, k: np.ndarray) -> bool:
@@ -421,7 +481,9 @@ def tiled_attention(
         future of a query block are never computed.
     block_size : int or (int, int), default (256, 512)
         Query rows and keys per tile, ``(b_q, b_k)``; an int sets both. At
-        most ``b_q x max(b_k, b_q)`` scores exist at once per worker.
+        most ``b_q x max(b_k, b_q)`` scores exist at once per worker and
+        (batch, head) entry in progress; a worker takes up to 4 entries at a
+        time (fewer when that would leave the workers under 4 tasks each).
     workers : int, optional
         Threads that process query blocks in parallel (numpy releases the GIL
         in its kernels). Default: one per available CPU when the problem is
@@ -460,15 +522,24 @@ def tiled_attention(
     :math:`q_i \cdot k_j \le |q_i|\,\max_j |k_j|`). The result is the same,
     since :math:`a / \ell` does not depend on :math:`m`; no exponent exceeds
     16, so nothing overflows, and :math:`\ell \ge 1`, so nothing underflows.
-    This spares the maximum and the subtraction over most tiles (the
-    subtraction of :math:`m` happens inside the product
-    :math:`[q_i, -m_i] \cdot [k_j, 1]`), leaving two matrix products and one
-    ``exp`` per score. Under ``causal`` the tile on the diagonal is masked
-    (its upper triangle set to :math:`-\infty`) and tiles in the future of
-    every row are skipped.
+    The bound is checked once per tile of query rows, for all the keys it
+    will meet; when it holds (the usual case) no tile of those rows needs a
+    maximum or a subtraction (the subtraction of :math:`m` happens inside the
+    product :math:`[q_i, -m_i] \cdot [k_j, 1]`), and the row sums come out of
+    the second product, :math:`[a, \ell] \leftarrow [a, \ell] + P\,[V, 1]`:
+    two matrix products and one ``exp`` per score, nothing else. Under
+    ``causal`` tiles in the future of every row are skipped, and on the
+    diagonal tile the future keys get weight 0 (:math:`P` is multiplied by a
+    lower-triangular 0/1 tile; in a tile where :math:`m` may be raised, their
+    scores are set to :math:`-\infty` first, so that the maximum ignores them).
 
-    Memory beyond the output is :math:`O(b_q \cdot b_k)` per worker plus a
-    copy of the keys of the heads in progress, instead of
+    The (batch, head) entries go through their tiles in groups of up to 4,
+    each step one numpy call on the stack of their tiles: fewer calls, so
+    less time in Python, where only one worker can be at a time.
+
+    Memory beyond the output is :math:`O(b_q \cdot b_k)` per worker and
+    entry in progress, plus copies of the keys and values (each with its
+    extra column) of the entries in progress, instead of
     :math:`O(n_q \cdot n_k)`; the arithmetic is that of plain attention.
 
     Examples
@@ -502,34 +573,41 @@ def tiled_attention(
     # Head by head (so that few heads are prepared at once), and within a head
     # under the causal rule the longest query blocks (the last) first.
     starts = range(0, n_q, block_q)
-    tasks = [(index, i0, min(i0 + block_q, n_q)) for index in np.ndindex(batch)
-             for i0 in (reversed(starts) if causal else starts)]
-    heads: dict[tuple[int, ...], _Head] = {}
-    pending = dict.fromkeys(np.ndindex(batch), len(starts))  # query blocks left per head
-    heads_lock = threading.Lock()
-
-    def run(task: tuple[tuple[int, ...], int, int]) -> None:
-        index, i0, i1 = task
-        # Overflowing scores are reported as a ValueError (check_overflow); what remains
-        # is harmless (exp underflowing to 0): the caller's errstate does not apply.
-        with heads_lock, np.errstate(all="ignore"):
-            if index not in heads:
-                heads[index] = _prepare_head(q_all[index], k_all[index], v_all[index],
-                                             causal, block_k)
-            head = heads[index]
-        with np.errstate(all="ignore"):
-            _attend_query_block(head, out[index], index, i0, i1, causal, block_k,
-                                check_overflow)
-        with heads_lock:
-            pending[index] -= 1
-            if pending[index] == 0:
-                del heads[index]  # its (n_k, d + 1) copies are no longer needed
-
-    n_scores = math.prod(batch) * n_q * n_k // (2 if causal else 1)
+    entries = list(np.ndindex(batch))
+    n_scores = len(entries) * n_q * n_k // (2 if causal else 1)
     if workers is None:
         parallel = bool(_numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
         workers = _available_cpus() if parallel else 1
-    workers = min(int(workers), len(tasks))
+    workers = min(int(workers), len(entries) * len(starts))
+    # Entries go through their query tiles in groups of g: as many as keep at
+    # least 4 tasks per worker (so that the pool stays balanced to the end).
+    g = max(1, min(_MAX_HEADS_PER_TASK, len(entries) * len(starts) // (4 * workers)))
+    groups = [tuple(entries[j: j + g]) for j in range(0, len(entries), g)]
+    # Group by group (so that few heads are prepared at once), and within a group
+    # under the causal rule the longest query blocks (the last) first.
+    tasks = [(number, i0, min(i0 + block_q, n_q)) for number in range(len(groups))
+             for i0 in (reversed(starts) if causal else starts)]
+    prepared: dict[int, _Heads] = {}
+    pending = dict.fromkeys(range(len(groups)), len(starts))  # query blocks left per group
+    group_locks = [threading.Lock() for _ in groups]
+    pending_lock = threading.Lock()
+
+    def run(task: tuple[int, int, int]) -> None:
+        number, i0, i1 = task
+        # Overflowing scores are reported as a ValueError (check_overflow); what remains
+        # is harmless (exp underflowing to 0): the caller's errstate does not apply.
+        with group_locks[number], np.errstate(all="ignore"):  # prepared once, by one worker
+            if number not in prepared:
+                prepared[number] = _prepare_heads(groups[number], q_all, k_all, v_all,
+                                                  causal, block_k)
+            heads = prepared[number]
+        with np.errstate(all="ignore"):
+            _attend_query_block(heads, out, i0, i1, causal, block_k, check_overflow)
+        with pending_lock:
+            pending[number] -= 1
+            if pending[number] == 0:
+                del prepared[number]  # its (g, n_k, d + 1) copies are no longer needed
+
     if workers == 1:
         for task in tasks:
             run(task)

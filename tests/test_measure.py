@@ -126,3 +126,15 @@ def test_bad_inputs_name_the_argument():
         al.power_law_fit([2, 2], [1, 3])
     with pytest.raises(ValueError, match="equal 1-D"):
         al.power_law_fit([1, 2, 3], [1, 2])
+
+
+def test_benchmark_machine_names_the_cpu_and_the_blas_kernel():
+    bench = al.stored_benchmark()
+    line = al.benchmark_machine()
+    machine = bench["machine"]
+    assert line.startswith(f"{machine['cpu_model']} ({machine['simd']}, {machine['cpus']} CPUs")
+    assert line.endswith(f"on {machine['date'][:10]}")
+    kernels = {b["architecture"] for b in machine["blas"] if b.get("internal_api") == "openblas"}
+    assert any(f"ran its {k} kernels" in line for k in kernels)
+    bare = {"machine": {k: v for k, v in machine.items() if k != "blas"}}
+    assert "kernels" not in al.benchmark_machine(bare)

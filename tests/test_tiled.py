@@ -394,3 +394,94 @@ def test_causal_tiles_build_no_score_matrix():
 def test_online_softmax_row_keeps_the_dtype(dtype):
     trace = online_softmax_row([np.array([1.0, 2.0], dtype)], [np.ones((2, 3), dtype)])
     assert trace.output.dtype == trace.running_max.dtype == trace.running_sum.dtype == dtype
+
+
+# --------------------------------------------------------------------------------------
+# the two paths of a query tile: no maximum needed (the usual case), or m raised
+# --------------------------------------------------------------------------------------
+
+
+def _count_raises(monkeypatch):
+    import attention_lib.tiled as tiled
+
+    calls = []
+    original = tiled._raise_reference
+
+    def recording(heads, s, *args):
+        calls.extend([args[1]] * s.shape[0])  # the span's first key, once per (batch, head)
+        return original(heads, s, *args)
+
+    monkeypatch.setattr(tiled, "_raise_reference", recording)
+    return calls
+
+
+def _span_count(n_q, n_k, block_q, block_k, causal):
+    """Products of query tiles with key spans: key blocks, or under the causal rule the
+    blocks before each tile's diagonal plus its triangle in two halves (one if 1 row)."""
+    if not causal:
+        return math.ceil(n_q / block_q) * math.ceil(n_k / block_k)
+    return sum(math.ceil((i0 + n_k - n_q) / block_k) + (2 if min(block_q, n_q - i0) > 1 else 1)
+               for i0 in range(0, n_q, block_q))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_small_scores_need_no_maximum(monkeypatch, causal, dtype):
+    # Scores within a few units of each other: the Cauchy-Schwarz bound holds for
+    # every query tile, so no tile looks at its maximum, and the diagonal tiles are
+    # masked after the exp.
+    calls = _count_raises(monkeypatch)
+    q, k, v = random_qkv(21, (2,), 90, 90, d_k=16, dtype=dtype, scale=0.5)
+    got = tiled_attention(q, k, v, causal=causal, block_size=(16, 24), workers=1)
+    assert calls == []
+    atol = 1e-12 if dtype == np.float64 else 2e-6
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=atol)
+    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_tile_through_the_maximum(monkeypatch, causal, dtype):
+    # With no slack at all, every tile takes the path of the classic recurrence
+    # (m raised to the running maximum, the sums so far rescaled): same result.
+    import attention_lib.tiled as tiled
+
+    calls = _count_raises(monkeypatch)
+    monkeypatch.setattr(tiled, "_RESCALE_THRESHOLD", -math.inf)
+    q, k, v = random_qkv(22, (2,), 61, 61, d_k=8, dtype=dtype, scale=2.0)
+    got = tiled_attention(q, k, v, causal=causal, block_size=(8, 12), workers=1)
+    assert len(calls) == 2 * _span_count(61, 61, 8, 12, causal)  # 2 heads, every span
+    atol = 1e-12 if dtype == np.float64 else 2e-6
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_some_query_tiles_need_a_maximum_and_others_not(monkeypatch, causal):
+    # A few queries far longer than the rest: only their tiles take the path that
+    # raises m; the result is exact either way.
+    calls = _count_raises(monkeypatch)
+    q, k, v = random_qkv(23, (), 96, 96, d_k=8, scale=0.5)
+    q[[5, 70]] *= 60.0  # scores of size ~100 for two rows
+    got = tiled_attention(q, k, v, causal=causal, block_size=(16, 16), workers=1)
+    assert 0 < len(calls) < _span_count(96, 96, 16, 16, causal)  # some tiles, not all
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=1e-10)
+    # The same holds in float32, where exp(100) alone would overflow.
+    got32 = tiled_attention(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),
+                            causal=causal, block_size=(16, 16), workers=1)
+    np.testing.assert_allclose(got32, reference_attention(q, k, v, causal), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("per_task", [1, 3, 4])
+@pytest.mark.parametrize("causal", [False, True])
+def test_heads_go_through_their_tiles_in_groups(monkeypatch, per_task, causal):
+    # 7 entries (batch 7 of a broadcast k): groups of 3 or 4 leave a smaller last
+    # group; every entry must still get its own output.
+    import attention_lib.tiled as tiled
+
+    monkeypatch.setattr(tiled, "_MAX_HEADS_PER_TASK", per_task)
+    q, k, v = random_qkv(24, (7,), 33, 45, d_k=8, d_v=5)
+    k = k[:1]  # shared by every entry
+    got = tiled_attention(q, k, v, causal=causal, block_size=(8, 16), workers=1)
+    assert got.shape == (7, 33, 5)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=1e-12)
