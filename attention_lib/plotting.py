@@ -764,9 +764,9 @@ def query_path(
 
     From left to right: the query vector :math:`q_i`; its score against each
     key, :math:`s_j = q_i \cdot k_j / \sqrt{d_k}`; the softmax that turns the
-    scores into weights :math:`w_j` (drawn as bars); the value vectors
+    scores into weights :math:`p_j` (drawn as bars); the value vectors
     :math:`v_j` each multiplied by its weight; and their sum, the output row
-    :math:`z_i = \sum_j w_j v_j`. The weights and the output are those of
+    :math:`z_i = \sum_j p_j v_j`. The weights and the output are those of
     :func:`attention_lib.scaled_dot_product_attention` on ``q``, ``k``, ``v``.
 
     Parameters
@@ -888,7 +888,7 @@ def query_path(
                                facecolor=_OKABE["blue"], edgecolor="none", gid=f"bar[{j}]"))
         ax.text(x_w + bar_max + 0.06, row_y[j], f.format(w[j]), ha="left",
                 va="center", fontsize=10, gid=f"weight[{j}]")
-    ax.text(x_w + 0.55, head, "weight $w_j$\n(sum to 1)", ha="center", va="center",
+    ax.text(x_w + 0.55, head, "weight $p_j$\n(sum to 1)", ha="center", va="center",
             fontsize=10)
     # 4. the values, each times its weight
     x_v = x_w + bar_max + 0.06 + 0.075 * (digits + 2) + 0.3
@@ -911,7 +911,7 @@ def query_path(
     for c, t in enumerate([t for t in ax.texts if t.get_gid() and
                            t.get_gid().startswith("output[")]):
         t.set_gid(f"output[{c}]")
-    ax.text(x_z + d_v * zcell, head, f"output $z$ of {qname!r}\n$= \\Sigma_j\\, w_j v_j$",
+    ax.text(x_z + d_v * zcell, head, f"output $z$ of {qname!r}\n$= \\Sigma_j\\, p_j v_j$",
             ha="right", va="center", fontsize=10)
     used = x_z + d_v * zcell + 0.1
     if used > width:
@@ -950,8 +950,8 @@ def head_split_flow(
     From left to right: :math:`X` (:math:`n \times d_{\text{model}}`);
     :math:`Q = X W_Q`, whose columns are cut into ``num_heads`` blocks of
     :math:`d_k = d_{\text{model}} / h` (:math:`K` and :math:`V` are cut the
-    same way); one attention per head giving :math:`Z_h`
-    (:math:`n \times d_k`); the concatenation of the :math:`Z_h`
+    same way); one attention per head giving :math:`Z^{(h)}`
+    (:math:`n \times d_k`); the concatenation of the :math:`Z^{(h)}`
     (:math:`n \times d_{\text{model}}`); and its product with :math:`W_O`.
     One square per entry, in one colour per head.
 
@@ -1042,7 +1042,7 @@ def head_split_flow(
                (x_att - 0.05, y), color=colour, width=1.3)
         ax.add_patch(Rectangle((x_att, y - 0.24), att_w, 0.48, facecolor="white",
                                edgecolor=colour, linewidth=1.5, gid=f"head{b + 1}"))
-        ax.text(x_att + att_w / 2, y, f"attention\n$Q_{b + 1}, K_{b + 1}, V_{b + 1}$",
+        ax.text(x_att + att_w / 2, y, f"attention\n$Q^{{({b + 1})}}, K^{{({b + 1})}}, V^{{({b + 1})}}$",
                 ha="center", va="center", fontsize=9)
         ax.text(x_att + att_w / 2, y + 0.26, f"head {b + 1}", ha="center", va="bottom",
                 fontsize=9, color="0.2")
@@ -1051,7 +1051,7 @@ def head_split_flow(
                                edgecolor="none"))
         _cells(ax, x_z, y + tall / 2, None, rows=n, cols=d_k, cell=e, fill="none",
                gid=f"Z_{b + 1}")
-        ax.text(x_z + d_k * e + 0.06, y + tall / 2, f"$Z_{b + 1}$", ha="left", va="top",
+        ax.text(x_z + d_k * e + 0.06, y + tall / 2, f"$Z^{{({b + 1})}}$", ha="left", va="top",
                 fontsize=11)
         shape(x_z + d_k * e / 2, y - tall / 2 - 0.05, f"{n} × {d_k}")
         _arrow(ax, (x_z + d_k * e + 0.3, y), (x_c + (b + 0.5) * d_k * e,

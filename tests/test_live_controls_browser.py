@@ -11,29 +11,16 @@ the dark theme, and the console stays free of errors.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 
 import numpy as np
 import pytest
+from chromium import ARGS, CHROMIUM, needs_chromium
 
 import attention_lib as al
 from attention_lib import live_controls as lc
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
-
-if CHROMIUM is None and os.environ.get("REQUIRE_BROWSER"):
-    raise RuntimeError("REQUIRE_BROWSER is set but no Chromium was found "
-                       "(apt-get install -y chromium)")
-
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="no Chromium found: install it with `apt-get install -y chromium` "
-    "(.ci/run does) to run the browser tests",
-)
+pytestmark = needs_chromium
 
 PHONE = 390
 THEMES = {"light": ("#ffffff", "#222832"), "dark": ("#121212", "#ced6dd")}
