@@ -1042,7 +1042,8 @@ def head_split_flow(
                (x_att - 0.05, y), color=colour, width=1.3)
         ax.add_patch(Rectangle((x_att, y - 0.24), att_w, 0.48, facecolor="white",
                                edgecolor=colour, linewidth=1.5, gid=f"head{b + 1}"))
-        ax.text(x_att + att_w / 2, y, f"attention\n$Q^{{({b + 1})}}, K^{{({b + 1})}}, V^{{({b + 1})}}$",
+        sup = f"^{{({b + 1})}}"  # head b + 1, as chapter 6 writes it: Q^(1), ...
+        ax.text(x_att + att_w / 2, y, f"attention\n$Q{sup}, K{sup}, V{sup}$",
                 ha="center", va="center", fontsize=9)
         ax.text(x_att + att_w / 2, y + 0.26, f"head {b + 1}", ha="center", va="bottom",
                 fontsize=9, color="0.2")
