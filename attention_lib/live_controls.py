@@ -44,7 +44,7 @@ from .attention import project_qkv, scaled_dot_product_attention
 from .examples import SATURATION_SCORES
 from .saturation import saturation_scores, saturation_stats
 from .softmax import softmax
-from .static_sliders import StaticSlider, _asset
+from .static_sliders import SUPPRESS_SHORTCUTS, StaticSlider, _asset
 from .training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
 
 __all__ = [
@@ -124,6 +124,8 @@ def _assemble(kind: str, uid: str, data: Mapping[str, Any], body: str, script: s
           f"const root = document.getElementById({json.dumps(uid)});\n"
           'if (!root || root.dataset.ready) { return; }\nroot.dataset.ready = "1";\n'
           + _asset("live_controls_common.js") + _asset(script) + "})();")
+    # JupyterLab takes arrow keys as notebook shortcuts unless a control opts out.
+    body = re.sub(r"<(input|select|button)\b", rf"<\1 {SUPPRESS_SHORTCUTS}", body)
     markup = (f'<div class="lc-root lc-{kind}" id="{uid}" {attrs}>\n'
               f'<style>{_asset("live_controls.css")}</style>\n'
               f'<p class="lc-title">{html.escape(title)}</p>\n{body}\n'

@@ -29,6 +29,9 @@ from .softmax import softmax
 
 __all__ = ["StaticSlider", "softmax_slider"]
 
+# On a control, tells JupyterLab not to take its arrow keys as notebook shortcuts.
+SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts="true"'
+
 # Shown until the script runs (the script removes it).
 STATIC_NOTE = (
     "The values above are for scale = {value:.2f}. This slider moves when its script runs: "
@@ -136,8 +139,8 @@ def softmax_slider(
     markup = f"""<div class="ss-root softmax-slider" id="{uid}" data-scores='{data}'>
 <style>{_asset("softmax_slider.css")}</style>
 <p><strong>{html.escape(title)}</strong></p>
-<label>scale <input type="range" min="{scale_min}" max="{scale_max}" step="{step}"
- value="{value}" aria-label="scale"></label> <span class="ss-scale">{value:.2f}</span>
+<label>scale <input {SUPPRESS_SHORTCUTS} type="range" min="{scale_min}" max="{scale_max}"
+ step="{step}" value="{value}" aria-label="scale"></label> <span class="ss-scale">{value:.2f}</span>
 <table>{rows}</table>
 <p>entropy <span class="ss-entropy">{entropy0:.3f}</span> nats &nbsp;·&nbsp; largest gradient entry
 max p(1 − p) = <span class="ss-grad">{grad0:.4f}</span></p>

@@ -338,3 +338,35 @@ def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
         assert _stream_text(code[-1]).strip().endswith("correct"), (
             f"{path.name}: {label}'s solution does not print 'correct'")
     assert len(labels) >= 2, f"{path.name}: {len(labels)} exercises"
+
+
+def _lab_visibility():
+    spec = importlib.util.spec_from_file_location(
+        "lab_visibility", ROOT / "tools" / "lab_visibility.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_jupyterlab_collapses_what_the_website_hides(path: Path):
+    # `python tools/lab_visibility.py` writes these flags from the tags and solutions.
+    cells = json.loads(path.read_text())["cells"]
+    wanted = _lab_visibility().expected_flags(cells)
+    for i, (cell, want) in enumerate(zip(cells, wanted, strict=True)):
+        have = {k: v for k, v in cell.get("metadata", {}).get("jupyter", {}).items()
+                if k in ("source_hidden", "outputs_hidden")}
+        assert have == want, (f"{path.name}: cell {i} has {have}, expected {want}; "
+                              "run python tools/lab_visibility.py")
+
+
+def test_a_solutions_code_is_collapsed_with_its_output():
+    md = lambda s: {"cell_type": "markdown", "source": s}  # noqa: E731
+    code = lambda tags=(): {"cell_type": "code", "source": "x = 1",  # noqa: E731
+                            "metadata": {"tags": list(tags)}}
+    flags = _lab_visibility().expected_flags([
+        code(), md("```{solution-start} ex\n:class: dropdown\n```"), code(),
+        md("```{solution-end}\n```"),
+        code(["hide-input"]), code(["hide-cell"]), code(["remove-input", "remove-output"])])
+    both = {"source_hidden": True, "outputs_hidden": True}
+    assert flags == [{}, {}, both, {}, {"source_hidden": True}, both, {"source_hidden": True}]

@@ -398,3 +398,24 @@ def test_number_formatting_drops_the_sign_of_a_rounded_zero():
     assert lc._fmt(-0.0001, 3) == "0.000" and lc._fmt(-0.0, 2) == "0.00"
     assert lc._fmt(-0.002, 3) == "-0.002" and lc._fmt(0.0005001, 3) == "0.001"
     assert math.isclose(float(lc._fmt(math.pi, 4)), 3.1416)
+
+
+def test_every_control_keeps_its_arrow_keys_in_jupyterlab():
+    # JupyterLab takes arrow keys as notebook shortcuts (moving between cells) unless the
+    # focused element carries data-lm-suppress-shortcuts.
+    import attention_lib as al
+    from attention_lib import live_controls as lc
+
+    ex = al.examples.cat_sat_on()
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 6))
+    markups = [softmax_slider([1.0, 2.0], ["a", "b"])._repr_html_(),
+               lc.saturation_explorer(d_ks=(4, 16))._repr_html_(),
+               lc.query_picker(ex)._repr_html_(),
+               lc.projection_scale_explorer(ex)._repr_html_(),
+               lc.causal_stepper(q, k, v, ["A", "B", "C", "D"])._repr_html_()]
+    for markup in markups:
+        controls = re.findall(r"<(?:input|select|button)\b[^>]*>", markup)
+        assert controls
+        for control in controls:
+            assert 'data-lm-suppress-shortcuts="true"' in control, control

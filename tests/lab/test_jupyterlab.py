@@ -122,6 +122,12 @@ def page(lab_url, tmp_path_factory):
         # its stored HTML outputs. Record what the browser-side slider shows then.
         page.wait_for_selector(".jp-OutputArea-output")
         BEFORE_RUN["slider"] = page.evaluate(SLIDER_TEXT)
+        # What the website hides is collapsed here too (tools/lab_visibility.py).
+        BEFORE_RUN["collapsed"] = page.locator(".jp-InputPlaceholder").count()
+        # Expand everything, so that every prompt and every output can be checked.
+        for item in ("Expand All Code", "Expand All Outputs"):
+            page.get_by_role("menuitem", name="View", exact=True).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(rf"^{item}$")).click()
         # Run > Run All Cells, as a reader would.
         page.get_by_role("menuitem", name="Run", exact=True).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
@@ -142,6 +148,11 @@ SLIDER_TEXT = """() => { const o = [...document.querySelectorAll('.jp-OutputArea
     .find(e => /Softmax saturation: scale/.test(e.textContent));
     return o ? o.innerText : null; }"""
 BEFORE_RUN: dict[str, str | None] = {}
+
+
+def test_hidden_code_and_solutions_are_collapsed_when_opened(page):
+    # Bookkeeping and plotting code, asides' code and the worked solutions start collapsed.
+    assert BEFORE_RUN["collapsed"] >= 10, BEFORE_RUN["collapsed"]
 
 
 def test_slider_shows_numbers_before_its_script_runs(page):
