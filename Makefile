@@ -11,6 +11,10 @@ PORT   ?= 8000
 BUILD_FLAGS := -W -n --keep-going
 
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# matplotlib's font cache lives with the environment it describes: a cache shared through
+# ~/.cache that names the fonts of a removed environment makes matplotlib warn on stderr,
+# and every notebook that draws text fails under nbval.
+export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
 .PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store clean distclean
 
