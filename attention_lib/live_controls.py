@@ -42,7 +42,7 @@ from numpy.typing import ArrayLike
 from ._validation import as_real_array, check_flag, positive_int
 from .attention import project_qkv, scaled_dot_product_attention
 from .examples import SATURATION_SCORES
-from .saturation import saturation_scores, saturation_stats
+from .saturation import projection_scale_weights, saturation_scores, saturation_stats
 from .softmax import softmax
 from .static_sliders import SUPPRESS_SHORTCUTS, StaticSlider, _asset
 from .training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
@@ -470,8 +470,7 @@ def projection_scale_explorer(
         raise TypeError(f"title={title!r}; expected a str")
     data = {"tokens": tokens, "q": _floats(q), "k": _floats(k)}
     uid = _uid("proj", data, c0, scale_max, step, title)
-    d_k = q.shape[-1]
-    w = softmax((c0 * c0) * ((q @ k.T) / math.sqrt(d_k)), axis=-1)  # (n, n)
+    w = projection_scale_weights(example.x, example.w_q, example.w_k, [c0])[0]  # (n, n)
     head = "".join(f'<th scope="col">{html.escape(t)}</th>' for t in tokens)
     body = f"""<div class="lc-controls">
 {_scale_fields(uid, "factor c", c0, float(scale_max), float(step))}

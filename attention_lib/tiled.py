@@ -570,8 +570,6 @@ def tiled_attention(
     k_all = np.broadcast_to(k, (*batch, n_k, d_k))
     v_all = np.broadcast_to(v, (*batch, n_k, d_v))
     check_overflow = _scores_may_overflow(q, k)
-    # Head by head (so that few heads are prepared at once), and within a head
-    # under the causal rule the longest query blocks (the last) first.
     starts = range(0, n_q, block_q)
     entries = list(np.ndindex(batch))
     n_scores = len(entries) * n_q * n_k // (2 if causal else 1)

@@ -274,13 +274,13 @@ def test_query_picker_by_keyboard(chromium):
         assert c.texts(".lc-name")[0] == token
         assert_shown(c.floats(".lc-score"), q[i] @ k.T / np.sqrt(d_k), 4, token)
         assert_shown(c.floats(".lc-weight"), w[i], 4, token)
-        np.testing.assert_allclose(c.exact(), w[i], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(c.exact(), w[i], rtol=0, atol=1e-13)
         terms = w[i][:, None] * v  # (n, d_v): a_ij v_j
         assert_shown(c.vectors(".lc-term"), terms, 4, token)
         assert_shown(c.vectors(".lc-partial"), np.cumsum(terms, axis=0), 4, token)
         assert_shown(c.vectors(".lc-output"), [out[i]], 4, token)
         exact = json.loads(c.root.locator(".lc-output").get_attribute("data-exact"))
-        np.testing.assert_allclose(exact, out[i], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(exact, out[i], rtol=0, atol=1e-13)
     c.close()
 
 
@@ -360,7 +360,7 @@ def check_step(c, t, q, k, v, tokens):
         assert_shown(key, k[j], 2)
         assert_shown(value, v[j], 2)
     assert_shown(c.floats(".lc-weight"), w[t - 1], 3, f"step {t}")
-    np.testing.assert_allclose(c.exact(), w[t - 1], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(c.exact(), w[t - 1], rtol=0, atol=1e-13)
     scores = c.texts(".lc-score")
     assert scores[t:] == ["masked"] * (n - t)
     assert_shown([float(s) for s in scores[:t]], (q[t - 1] @ k[:t].T) / np.sqrt(q.shape[1]), 3)

@@ -80,12 +80,17 @@ class PageVisit:
             self.page.evaluate("() => MathJax.startup.promise")
 
 
-@pytest.fixture(scope="module", params=toc_pages())
-def visit(request, browser, base_url) -> Iterator[PageVisit]:
-    v = PageVisit(browser, f"{base_url}/{request.param}.html")
-    v.name = request.param
+def _visits(context, base_url: str, name: str) -> Iterator[PageVisit]:
+    """One page of the book, loaded in ``context`` and named for the messages."""
+    v = PageVisit(context, f"{base_url}/{name}.html")
+    v.name = name
     yield v
     v.page.close()
+
+
+@pytest.fixture(scope="module", params=toc_pages())
+def visit(request, browser, base_url) -> Iterator[PageVisit]:
+    yield from _visits(browser, base_url, request.param)
 
 
 def test_no_console_error_and_nothing_fails_to_load(visit):
@@ -192,10 +197,7 @@ def phone_browser(playwright, tmp_path_factory):
 
 @pytest.fixture(scope="module", params=toc_pages())
 def phone_visit(request, phone_browser, base_url) -> Iterator[PageVisit]:
-    v = PageVisit(phone_browser, f"{base_url}/{request.param}.html")
-    v.name = request.param
-    yield v
-    v.page.close()
+    yield from _visits(phone_browser, base_url, request.param)
 
 
 def test_page_fits_a_phone(phone_visit):
