@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from . import examples, training
-from .attention import causal_mask, project_qkv, scaled_dot_product_attention
+from .attention import causal_mask, project_qkv, scaled_dot_product_attention, scaled_scores
 from .block import (
     TransformerBlock,
     block_parameter_count,
@@ -33,7 +33,7 @@ from .costs import (
 from .exercises import answer_verdict, check_answer
 from .gradients import attention_backward, softmax_vjp
 from .kv_cache import KVCache
-from .masks import padding_mask
+from .masks import causal_tile_kinds, padding_mask
 from .measure import benchmark_machine, best_time, cpu_description, power_law_fit, stored_benchmark
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positions import (
@@ -82,6 +82,7 @@ __all__ = [
     # Chapters 2-3: queries, keys, values and the formula
     "project_qkv",
     "scaled_dot_product_attention",
+    "scaled_scores",
     "projection_scale_weights",
     # Chapter 4: scaling by sqrt(d_k) and softmax saturation
     "SaturationStats",
@@ -120,6 +121,7 @@ __all__ = [
     "kv_cache_bytes",
     # Chapter 10: exact attention by tiles, and the stored benchmark
     "OnlineSoftmaxTrace",
+    "causal_tile_kinds",
     "online_softmax_row",
     "tiled_attention",
     "cpu_description",

@@ -34,6 +34,7 @@ __all__ = [
     "causal_mask",
     "project_qkv",
     "scaled_dot_product_attention",
+    "scaled_scores",
 ]
 
 
@@ -139,6 +140,39 @@ def project_qkv(
     k = x @ ws["w_k"].astype(dtype, copy=False)  # (..., n, d_k)
     v = x @ ws["w_v"].astype(dtype, copy=False)  # (..., n, d_v)
     return q, k, v
+
+
+def scaled_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    r"""The scaled scores :math:`Q K^{\mathsf T} / \sqrt{d_k}`, computed in one place.
+
+    Parameters
+    ----------
+    q : numpy.ndarray, shape (..., n_q, d_k)
+        Queries, already checked and of a floating dtype.
+    k : numpy.ndarray, shape (..., n_k, d_k)
+        Keys, same dtype.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, n_k)
+        Entry ``(i, j)`` is :math:`\mathbf q_i \cdot \mathbf k_j / \sqrt{d_k}`, in the
+        inputs' dtype (a Python float keeps float32 float32; a numpy scalar would promote).
+
+    Notes
+    -----
+    .. math:: S = \frac{Q K^{\mathsf T}}{\sqrt{d_k}} .
+
+    The queries are scaled before the product, as PyTorch does. Overflow is not
+    reported here: :func:`scaled_dot_product_attention` checks its result.
+
+    Examples
+    --------
+    >>> scaled_scores(np.array([[1.0, 1.0]]), np.array([[2.0, 0.0], [1.0, 1.0]]))
+    array([[1.41421356, 1.41421356]])
+    """
+    d_k = q.shape[-1]
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is the caller's to report
+        return (q * (1.0 / math.sqrt(d_k))) @ np.swapaxes(k, -1, -2)  # (..., n_q, n_k)
 
 
 def _combined_mask(
@@ -274,10 +308,8 @@ def scaled_dot_product_attention(
     out_dtype = q.dtype
     q, k, v = (a.astype(compute_dtype(out_dtype), copy=False) for a in (q, k, v))
 
-    # The formula. A Python float keeps float32 float32 (a numpy scalar would promote).
-    d_k = q.shape[-1]
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below
-        scores = (q * (1.0 / math.sqrt(d_k))) @ np.swapaxes(k, -1, -2)  # (..., n_q, n_k)
+    # The formula: scores, softmax over the keys, weighted sum of the values.
+    scores = scaled_scores(q, k)  # (..., n_q, n_k); an overflow is reported below
     _raise_if_overflowed(scores, q, k)
     weights, _ = stable_softmax(scores, -1, allowed)  # (..., n_q, n_k), over the keys
     output = weights @ v  # (..., n_q, n_k) @ (..., n_k, d_v) -> (..., n_q, d_v)

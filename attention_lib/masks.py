@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import describe, positive_int
 
-__all__ = ["padding_mask"]
+__all__ = ["causal_tile_kinds", "padding_mask"]
 
 
 def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
@@ -81,3 +81,54 @@ def padding_mask(lengths: ArrayLike, n: int) -> np.ndarray:
         )
     positions = np.arange(n)  # (n,)
     return positions[None, :] < lens[:, None]  # (1, n) < (batch, 1) -> (batch, n)
+
+
+def causal_tile_kinds(n_q: int, n_k: int | None = None, *, block_q: int,
+                      block_k: int | None = None) -> np.ndarray:
+    r"""What a tiled causal pass does with each tile: ``"full"``, ``"diagonal"`` or ``"skipped"``.
+
+    Parameters
+    ----------
+    n_q : int
+        Number of queries, at least 1.
+    n_k : int, optional
+        Number of keys (default ``n_q``), at least ``n_q``; the queries are the last
+        ``n_q`` positions, as in :func:`~attention_lib.causal_mask`.
+    block_q, block_k : int
+        Tile height (queries) and width (keys, default ``block_q``), at least 1.
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (ceil(n_q / block_q), ceil(n_k / block_k))
+        ``"full"`` where every query of the tile may see every key (computed with no
+        mask), ``"diagonal"`` where only some may (computed, then the future masked),
+        ``"skipped"`` where none may (never computed).
+
+    Notes
+    -----
+    Tile :math:`(I, J)` covers queries :math:`i \in [I b_q, (I+1) b_q)` and keys
+    :math:`j \in [J b_k, (J+1) b_k)`; with the mask :math:`M` of
+    :func:`~attention_lib.causal_mask` it is full when :math:`M` is all True on it,
+    skipped when all False, diagonal otherwise.
+
+    Examples
+    --------
+    >>> causal_tile_kinds(4, block_q=2)
+    array([['diagonal', 'skipped'],
+           ['full', 'diagonal']], dtype='<U8')
+    """
+    from .attention import causal_mask
+
+    n_q = positive_int(n_q, "n_q")
+    n_k = n_q if n_k is None else positive_int(n_k, "n_k")
+    block_q = positive_int(block_q, "block_q")
+    block_k = block_q if block_k is None else positive_int(block_k, "block_k")
+    visible = causal_mask(n_q, n_k)  # (n_q, n_k), True = may attend
+    rows = range(0, n_q, block_q)
+    cols = range(0, n_k, block_k)
+    kinds = np.empty((len(rows), len(cols)), dtype="<U8")
+    for a, i0 in enumerate(rows):
+        for b, j0 in enumerate(cols):
+            tile = visible[i0:i0 + block_q, j0:j0 + block_k]  # (block_q, block_k) or less
+            kinds[a, b] = "full" if tile.all() else "diagonal" if tile.any() else "skipped"
+    return kinds

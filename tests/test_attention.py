@@ -17,6 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reference import reference_attention
 
+import attention_lib as al
 from attention_lib import causal_mask, project_qkv, scaled_dot_product_attention
 
 # The independent slow reference, reference_attention, is in tests/reference.py.
@@ -731,3 +732,14 @@ def test_nan_error_uses_little_memory():
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < x.nbytes / 2  # boolean flags only, no list of every bad index
+
+
+def test_scaled_scores_against_a_loop():
+    rng = np.random.default_rng(3)
+    q, k = rng.standard_normal((2, 3, 5, 4))
+    got = al.scaled_scores(q, k)
+    want = np.array([[[sum(q[b, i, c] * k[b, j, c] for c in range(4)) / 2.0 for j in range(5)]
+                      for i in range(5)] for b in range(3)])
+    assert got.shape == (3, 5, 5)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert al.scaled_scores(q.astype(np.float32), k.astype(np.float32)).dtype == np.float32

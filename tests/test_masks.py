@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import attention_lib as al
 from attention_lib import padding_mask, scaled_dot_product_attention
 from attention_lib.plotting import mask_heatmap
 
@@ -183,3 +184,24 @@ def test_mask_heatmap_bad_input(mask, kwargs, error):
     with pytest.raises(error):
         mask_heatmap(mask, **kwargs)
     plt.close("all")
+
+
+@pytest.mark.parametrize("n_q,n_k,b_q,b_k",
+                         [(4, 4, 2, 2), (11, 11, 4, 4), (5, 9, 2, 3), (7, 7, 3, 5), (1, 1, 1, 1)])
+def test_causal_tile_kinds_against_a_loop_over_pairs(n_q, n_k, b_q, b_k):
+    kinds = al.causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k)
+    offset = n_k - n_q  # query i sits at position i + offset
+    assert kinds.shape == (-(-n_q // b_q), -(-n_k // b_k))
+    for a in range(kinds.shape[0]):
+        for b in range(kinds.shape[1]):
+            seen = [j <= i + offset for i in range(a * b_q, min((a + 1) * b_q, n_q))
+                    for j in range(b * b_k, min((b + 1) * b_k, n_k))]
+            expected = "full" if all(seen) else "diagonal" if any(seen) else "skipped"
+            assert kinds[a, b] == expected, (a, b)
+
+
+def test_causal_tile_kinds_names_bad_arguments():
+    with pytest.raises(ValueError, match="block_q"):
+        al.causal_tile_kinds(4, block_q=0)
+    with pytest.raises((TypeError, ValueError), match="n_q"):
+        al.causal_tile_kinds(2.5, block_q=2)
