@@ -8,6 +8,7 @@ attention.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,9 @@ __all__ = [
     "compute_dtype",
     "describe",
     "first_true",
+    "index",
+    "real_number",
+    "token_position",
     "normalise_axis",
     "positive_int",
 ]
@@ -142,6 +146,82 @@ def positive_int(value: Any, name: str, *, minimum: int = 1, what: str = "") -> 
     if value < minimum:
         raise ValueError(f"{name}={value}; expected {expected}")
     return int(value)
+
+
+def real_number(value: Any, name: str, *, minimum: float | None = None,
+                maximum: float | None = None, strict_minimum: bool = False) -> float:
+    """``value`` as a finite Python float, or a TypeError/ValueError naming ``name``.
+
+    Python and numpy integers and floats (float16/32/64) are accepted; ``bool``, complex
+    numbers, strings and arrays are refused. ``minimum`` is inclusive unless
+    ``strict_minimum``; ``maximum`` is inclusive.
+
+    Examples
+    --------
+    >>> real_number(np.float32(0.5), "lr", minimum=0.0, strict_minimum=True)
+    0.5
+    >>> real_number(True, "lr")
+    Traceback (most recent call last):
+        ...
+    TypeError: lr=True; expected a real number
+    """
+    if not isinstance(value, int | float | np.integer | np.floating) \
+            or isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name}={value!r}; expected a real number")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name}={value!r}; expected a finite number")
+    if minimum is not None and (x < minimum or (strict_minimum and x == minimum)):
+        relation = ">" if strict_minimum else ">="
+        raise ValueError(f"{name}={value!r}; expected a number {relation} {minimum}")
+    if maximum is not None and x > maximum:
+        raise ValueError(f"{name}={value!r}; expected a number <= {maximum}")
+    return x
+
+
+def index(value: Any, n: int, name: str) -> int:
+    """``value`` as a position ``0 <= value < n``, or a TypeError/ValueError naming ``name``.
+
+    Negative positions are refused, never wrapped around: ``-1`` is an error here, not the
+    last position.
+
+    Examples
+    --------
+    >>> index(np.int64(2), 3, "key")
+    2
+    >>> index(-1, 3, "key")
+    Traceback (most recent call last):
+        ...
+    ValueError: key=-1; expected a position from 0 to 2 (negative positions are not wrapped)
+    """
+    if not isinstance(value, int | np.integer) or isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name}={value!r}; expected an integer position from 0 to {n - 1}")
+    if not 0 <= value < n:
+        raise ValueError(f"{name}={value!r}; expected a position from 0 to {n - 1} "
+                         "(negative positions are not wrapped)")
+    return int(value)
+
+
+def token_position(tokens: Any, query: Any, name: str = "query") -> int:
+    """Position of ``query`` in ``tokens``: a token (its first occurrence) or a position.
+
+    A position is ``0 <= query < len(tokens)``; negative positions are refused, as in
+    :func:`index`. Raises ``ValueError`` naming ``name`` and listing the choices.
+
+    Examples
+    --------
+    >>> token_position(["The", "cat", "sat"], "cat"), token_position(["The", "cat"], 1)
+    (1, 1)
+    """
+    tokens = list(tokens)
+    if isinstance(query, str):
+        if query in tokens:
+            return tokens.index(query)
+    elif isinstance(query, int | np.integer) and not isinstance(query, bool | np.bool_) \
+            and 0 <= query < len(tokens):
+        return int(query)
+    raise ValueError(f"{name}={query!r}; expected one of the tokens {tokens} "
+                     f"or a position from 0 to {len(tokens) - 1}")
 
 
 def check_flag(value: Any, name: str) -> bool:

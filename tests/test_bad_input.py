@@ -383,3 +383,28 @@ def test_torch_tensors_that_numpy_cannot_read_get_a_type_error_naming_the_argume
     bf16 = torch.ones((2, 3), dtype=torch.bfloat16)
     with pytest.raises(TypeError, match=r"^k of type Tensor could not be turned into a numpy"):
         scaled_dot_product_attention(good, bf16, good)
+
+
+def test_shared_checks_refuse_what_they_should():
+    from attention_lib._validation import index, real_number, token_position
+
+    assert real_number(np.float32(0.25), "lr") == 0.25
+    for bad in (True, 1 + 0j, "1", np.array([1.0]), None):
+        with pytest.raises(TypeError, match="lr="):
+            real_number(bad, "lr")
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite"):
+            real_number(bad, "lr")
+    with pytest.raises(ValueError, match="> 0"):
+        real_number(0.0, "lr", minimum=0.0, strict_minimum=True)
+    with pytest.raises(ValueError, match="<= 1"):
+        real_number(2, "p", maximum=1)
+    assert index(np.int32(0), 1, "key") == 0
+    for bad, error in ((-1, ValueError), (3, ValueError), (True, TypeError), (1.0, TypeError)):
+        with pytest.raises(error, match="key="):
+            index(bad, 3, "key")
+    tokens = ["The", "cat", "sat", "cat"]
+    assert token_position(tokens, "cat") == 1 and token_position(tokens, 3) == 3
+    for bad in (-1, 4, "dog", True):
+        with pytest.raises(ValueError, match="query="):
+            token_position(tokens, bad)
