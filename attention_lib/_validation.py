@@ -295,3 +295,146 @@ def check_attention_inputs(
     dtype = common_float_dtype(q, k, v)
     return (q.astype(dtype, copy=False), k.astype(dtype, copy=False),
             v.astype(dtype, copy=False), batch)
+
+
+# --------------------------------------------------------------------------- indices and weights
+# Checks for integer index arrays and for named weight arrays (a trained model's parameters,
+# in memory or read from a file): every table present, real, finite, of a consistent shape.
+
+
+def index_array(values: Any, n: int, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """``values`` as an int64 array of positions ``0 <= value < n``, or an error naming ``name``.
+
+    Negative entries are refused, never wrapped around (``-1`` is not the last row).
+    Booleans, floats and other non-integer dtypes are refused with a ``TypeError``.
+
+    Examples
+    --------
+    >>> index_array([[0, 2]], 3, "keys")
+    array([[0, 2]])
+    >>> index_array([1, -1], 3, "keys")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    ValueError: keys contains 1 entry outside 0..2, the first -1 at index (1,); ...
+    """
+    a = _asarray(values, name)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} has dtype {a.dtype}; expected integer indices from 0 to {n - 1}")
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name} has {a.ndim} dimension(s) ({describe(a)}); expected {ndim}")
+    if 0 in a.shape:
+        raise ValueError(f"{name} has an empty axis ({describe(a)}); every axis must be non-empty")
+    outside = (a < 0) | (a >= n)
+    if outside.any():
+        count, first = first_true(outside)
+        raise ValueError(
+            f"{name} contains {count} entr{'y' if count == 1 else 'ies'} outside 0..{n - 1}, "
+            f"the first {a[first]} at index {first}; expected indices from 0 to {n - 1} "
+            "(negative indices are not wrapped)")
+    return a.astype(np.int64, copy=False)
+
+
+def mapping(value: Any, name: str) -> dict[str, Any]:
+    """``value`` as a dict (a JSON object), or a ``TypeError`` naming ``name``."""
+    from collections.abc import Mapping
+
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} is a {type(value).__name__}; expected a mapping (a JSON object)")
+    return dict(value)
+
+
+def weight_arrays(
+    tables: Any, shapes: dict[str, tuple[int | str, ...]], name: str, *,
+    dims: dict[str, int] | None = None, extra: str = "refuse",
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """Check a mapping of named weight arrays against symbolic shapes; float64 copies.
+
+    ``shapes`` maps each required array to its shape, whose entries are sizes or
+    dimension letters (``("n_keys", "d")``): a letter takes the size where it first
+    appears (or its value in ``dims``) and must have it everywhere else. Every array
+    must be real (no booleans, strings or ``None``) and finite. Names outside ``shapes``
+    are refused (``extra="refuse"``) or skipped (``extra="ignore"``).
+
+    Returns
+    -------
+    arrays : dict of numpy.ndarray
+        float64 arrays, in the order of ``shapes``.
+    dims : dict of int
+        The size of every dimension letter.
+
+    Examples
+    --------
+    >>> arrays, dims = weight_arrays({"w": [[1.0, 2.0]], "b": [0.0, 0.0]},
+    ...                              {"w": ("d", "c"), "b": ("c",)}, "params")
+    >>> dims
+    {'d': 1, 'c': 2}
+    >>> weight_arrays({"w": [[1.0]], "b": [0.0, 0.0]}, {"w": ("d", "c"), "b": ("c",)}, "params")
+    Traceback (most recent call last):
+        ...
+    ValueError: params['b'] has shape (2,); expected (c,) = (1,), since c = 1 (from params['w'])
+    """
+    tables = mapping(tables, name)
+    if extra not in ("refuse", "ignore"):
+        raise ValueError(f"extra={extra!r}; expected 'refuse' or 'ignore'")
+    missing = [key for key in shapes if key not in tables]
+    if missing:
+        raise ValueError(f"{name} lacks {missing}; expected the arrays {list(shapes)}")
+    unknown = [key for key in tables if key not in shapes]
+    if unknown and extra == "refuse":
+        raise ValueError(f"{name} has unexpected entries {unknown}; expected exactly the "
+                         f"arrays {list(shapes)}")
+    sizes = dict(dims or {})
+    source = {letter: "given" for letter in sizes}
+    arrays = {}
+    for key, shape in shapes.items():
+        label = f"{name}[{key!r}]"
+        a = as_real_array(tables[key], label).astype(np.float64)
+        if a.ndim != len(shape):
+            raise ValueError(f"{label} has {a.ndim} dimension(s) ({describe(a)}); expected "
+                             f"{len(shape)}, shape ({', '.join(map(str, shape))})")
+        for want, got in zip(shape, a.shape, strict=True):
+            if isinstance(want, str) and want not in sizes:
+                sizes[want], source[want] = got, f"from {label}"
+        wanted = tuple(sizes[s] if isinstance(s, str) else s for s in shape)
+        if a.shape != wanted:
+            want, size = next((w, n) for w, n, g in zip(shape, wanted, a.shape, strict=True)
+                              if n != g)
+            why = f", since {want} = {size} ({source[want]})" if isinstance(want, str) else ""
+            symbols = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+            raise ValueError(f"{label} has shape {a.shape}; expected ({symbols}) = {wanted}{why}")
+        arrays[key] = a
+    return arrays, sizes
+
+
+def json_document(text: str, name: str) -> Any:
+    """Parse ``text`` as strict JSON: a ValueError naming ``name`` for bad syntax or a bare
+    ``NaN``/``Infinity`` (which Python's ``json`` would otherwise accept)."""
+    import json
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{name} contains a bare {constant}, which is not JSON; expected "
+                         "finite numbers")
+
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} is not valid JSON ({exc})") from None
+
+
+def token_names(value: Any, name: str) -> list[str]:
+    """``value`` as a non-empty list of distinct token names (non-empty strings without
+    whitespace or ``?``), or a TypeError/ValueError naming ``name``."""
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{name} is a {type(value).__name__}; expected a list of names")
+    if not value:
+        raise ValueError(f"{name} is empty; expected at least one name")
+    for i, x in enumerate(value):
+        if not isinstance(x, str):
+            raise TypeError(f"{name}[{i}]={x!r}; expected a string")
+        if not x or any(ch.isspace() or ch == "?" for ch in x):
+            raise ValueError(f"{name}[{i}]={x!r}; expected a non-empty name without spaces "
+                             "or '?'")
+    if len(set(value)) != len(value):
+        twice = sorted({x for x in value if list(value).count(x) > 1})
+        raise ValueError(f"{name} names {twice} more than once; expected distinct names")
+    return list(value)

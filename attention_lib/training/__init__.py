@@ -1,0 +1,72 @@
+r"""Tiny attention models trained in numpy, each a task on one training loop.
+
+The models are one attention head and a linear read-out (:mod:`.head`), trained by
+Adam (:mod:`.optim`) on the gradients of :func:`~attention_lib.attention_backward`
+and the chain rule through the projections, embeddings and read-out. Everything is
+float64 and seeded, so a run is reproducible.
+
+Modules
+-------
+``data``        the tasks' batches (:class:`RetrievalData`, :class:`ShiftData`)
+``head``        the attention head's forward and backward pass, the cross-entropy
+``optim``       :class:`Adam`
+``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
+``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
+``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
+``model_file``  the trained soft dictionary as JSON: export, load, check
+
+Adding a task
+-------------
+A task is a :class:`Task`, seven fields, and :func:`train` does the rest (the seed,
+the held-out set, Adam, the timing)::
+
+    Task(name, config, n_distinct, make_data, init_params, loss_and_grads, evaluate)
+
+- ``make_data(n, rng)`` draws ``n`` sequences; the object it returns has
+  ``len()``, ``subset(index)`` and ``rows()`` (one int row per sequence);
+- ``init_params(rng)`` returns the initial float64 arrays by name (usually
+  :func:`init_params` of the shapes);
+- ``loss_and_grads(params, batch)`` returns the minibatch's mean loss and one
+  gradient per parameter (check it against central differences);
+- ``evaluate(params, test)`` returns the held-out ``(accuracy, target_weight)``;
+- ``config`` holds the task's sizes (recorded in the result) and ``n_distinct``
+  how many different sequences ``make_data`` can draw.
+
+``train(task, seed=..., steps=..., batch_size=..., lr=..., n_train=..., n_test=...)``
+then returns a :class:`TrainingResult`; ``train_retrieval`` and ``train_shift`` are
+exactly that for their task.
+
+Dimension letters used in the shape comments:
+
+- ``B``        number of sequences in a batch
+- ``n``        positions a query can attend to (the stored pairs, or the tokens)
+- ``t``        number of queries per sequence (1 for retrieval, ``n`` for the shift task)
+- ``d``        size of a token representation (``d_model``)
+- ``d_k``      size of a query or key; ``d_v`` size of a value
+- ``c``        number of classes of the read-out (values, or tokens)
+"""
+
+from __future__ import annotations
+
+# Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
+from . import data, head, loop, model_file, optim, retrieval, shift
+from .data import RetrievalData, ShiftData, make_retrieval_data, make_shift_data  # noqa: F401
+from .loop import Task, TrainingResult, init_params, train  # noqa: F401
+from .model_file import (  # noqa: F401
+    EXPORT_FORMAT,
+    check_retrieval_model,
+    export_retrieval_model,
+    load_retrieval_model,
+)
+from .optim import Adam  # noqa: F401
+from .retrieval import (  # noqa: F401
+    RETRIEVAL_PARAMS,
+    retrieval_forward,
+    retrieval_loss_and_grads,
+    retrieval_task,
+    train_retrieval,
+)
+from .shift import shift_forward, shift_loss_and_grads, shift_task, train_shift  # noqa: F401
+
+__all__ = sorted(data.__all__ + head.__all__ + loop.__all__ + model_file.__all__
+                 + optim.__all__ + retrieval.__all__ + shift.__all__)

@@ -1,0 +1,182 @@
+"""The tasks' data: soft-dictionary sequences and shift-task token sequences.
+
+A batch class holds int64 arrays with the sequences on the first axis and offers
+the three things the training loop asks of a data set: ``len(data)``,
+``data.subset(index)`` and ``data.rows()`` (one int64 row per sequence, to tell
+held-out sequences from training ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import positive_int
+
+__all__ = ["RetrievalData", "ShiftData", "make_retrieval_data", "make_shift_data"]
+
+
+@dataclass(frozen=True)
+class RetrievalData:
+    """A batch of soft-dictionary sequences (all arrays of int64).
+
+    Attributes
+    ----------
+    keys : numpy.ndarray, shape (B, n_pairs)
+        The stored keys of each sequence, distinct within a sequence.
+    values : numpy.ndarray, shape (B, n_pairs)
+        The value stored with each key.
+    query : numpy.ndarray, shape (B,)
+        The key the final query token names (one of the stored keys).
+    target : numpy.ndarray, shape (B,)
+        The position of the queried pair.
+    answer : numpy.ndarray, shape (B,)
+        The value to output, ``values[b, target[b]]``.
+    """
+
+    keys: np.ndarray
+    values: np.ndarray
+    query: np.ndarray
+    target: np.ndarray
+    answer: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def subset(self, index: ArrayLike) -> RetrievalData:
+        """The sequences at ``index`` (an integer array or a boolean mask)."""
+        return RetrievalData(self.keys[index], self.values[index], self.query[index],
+                             self.target[index], self.answer[index])
+
+    def rows(self) -> np.ndarray:
+        """One row per sequence, (B, 2 n_pairs + 1): its keys, values and query."""
+        return np.column_stack([self.keys, self.values, self.query])
+
+
+def make_retrieval_data(
+    n_sequences: int,
+    *,
+    n_pairs: int = 6,
+    n_keys: int = 8,
+    n_values: int = 8,
+    rng: np.random.Generator,
+) -> RetrievalData:
+    r"""Draw random soft-dictionary sequences.
+
+    Parameters
+    ----------
+    n_sequences : int
+    n_pairs : int, default 6
+        Pairs stored per sequence (at most ``n_keys``, since keys are distinct).
+    n_keys, n_values : int, default 8
+        Sizes of the key and value vocabularies.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    RetrievalData
+        Arrays of shape (n_sequences, n_pairs) and (n_sequences,).
+
+    Notes
+    -----
+    Keys are drawn without replacement within a sequence, values with
+    replacement, the queried position uniformly:
+    :math:`\text{answer}_b = \text{values}_{b,\,\text{target}_b}`.
+
+    Examples
+    --------
+    >>> data = make_retrieval_data(2, n_pairs=3, rng=np.random.default_rng(0))
+    >>> data.keys.shape, data.query.shape
+    ((2, 3), (2,))
+    >>> bool(np.all(data.keys[np.arange(2), data.target] == data.query))
+    True
+    """
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n_pairs = positive_int(n_pairs, "n_pairs")
+    n_keys = positive_int(n_keys, "n_keys")
+    n_values = positive_int(n_values, "n_values")
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs={n_pairs} > n_keys={n_keys}; expected n_pairs <= n_keys, "
+                         "since the keys of a sequence are distinct")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng is a {type(rng).__name__}; expected a numpy.random.Generator")
+    keys = np.argsort(rng.random((n_sequences, n_keys)), axis=1)[:, :n_pairs]  # (B, n_pairs)
+    values = rng.integers(0, n_values, size=(n_sequences, n_pairs))  # (B, n_pairs)
+    target = rng.integers(0, n_pairs, size=n_sequences)  # (B,)
+    rows = np.arange(n_sequences)
+    return RetrievalData(keys.astype(np.int64), values.astype(np.int64),
+                         keys[rows, target].astype(np.int64), target.astype(np.int64),
+                         values[rows, target].astype(np.int64))
+
+
+@dataclass(frozen=True)
+class ShiftData:
+    """A batch of token sequences for the shift task (int64).
+
+    Attributes
+    ----------
+    tokens : numpy.ndarray, shape (B, n)
+    shift : int
+        Position ``p`` must output ``tokens[:, p - shift]`` (for ``p >= shift``).
+    """
+
+    tokens: np.ndarray
+    shift: int
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def subset(self, index: ArrayLike) -> ShiftData:
+        """The sequences at ``index``."""
+        return ShiftData(self.tokens[index], self.shift)
+
+    def rows(self) -> np.ndarray:
+        """One row per sequence, (B, n): its tokens."""
+        return self.tokens
+
+
+def make_shift_data(
+    n_sequences: int, *, length: int = 10, n_tokens: int = 8, shift: int = 2,
+    rng: np.random.Generator,
+) -> ShiftData:
+    """Draw uniformly random token sequences for the shift task.
+
+    Parameters
+    ----------
+    n_sequences : int
+    length : int, default 10
+        Tokens per sequence; must exceed ``shift``.
+    n_tokens : int, default 8
+        Vocabulary size.
+    shift : int, default 2
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ShiftData
+        ``tokens`` of shape (n_sequences, length).
+
+    Examples
+    --------
+    >>> make_shift_data(3, length=5, rng=np.random.default_rng(0)).tokens.shape
+    (3, 5)
+    """
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    length = positive_int(length, "length")
+    n_tokens = positive_int(n_tokens, "n_tokens")
+    shift = positive_int(shift, "shift")
+    if shift >= length:
+        raise ValueError(f"shift={shift} >= length={length}; expected shift < length")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng is a {type(rng).__name__}; expected a numpy.random.Generator")
+    tokens = rng.integers(0, n_tokens, size=(n_sequences, length)).astype(np.int64)
+    return ShiftData(tokens, shift)
+
+
+def unseen(test_rows: np.ndarray, train_rows: np.ndarray) -> np.ndarray:
+    """Boolean mask of the test rows (2-D int arrays) that do not occur among the train rows."""
+    seen = {row.tobytes() for row in np.ascontiguousarray(train_rows)}
+    return np.array([row.tobytes() not in seen for row in np.ascontiguousarray(test_rows)],
+                    dtype=bool)
