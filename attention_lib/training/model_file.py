@@ -53,8 +53,10 @@ def export_retrieval_model(result: TrainingResult, path: str | Path) -> Path:
 
     Notes
     -----
-    The file is described in :mod:`attention_lib.training.model_file`. The forward pass
-    of :func:`retrieval_forward` needs nothing else:
+    The file holds ``format``, ``config``, the ``vocabulary`` (key names ``a, b, ...`` and
+    value names ``0, 1, ...``), ``accuracy``, ``target_weight`` and ``params``, every array
+    as nested lists of floats (``repr`` precision, so the round trip is exact). The forward
+    pass of :func:`retrieval_forward` needs nothing else:
     ``x = key_embed[k] + value_embed[v]``, ``q = query_embed[query] @ w_q``,
     weights ``softmax(q (x w_k)^T / sqrt(d_k))``, logits
     ``weights @ x @ w_v @ w_out + b_out``.
@@ -113,7 +115,7 @@ def load_retrieval_model(path: str | Path) -> tuple[dict[str, np.ndarray], dict[
         Naming the file and the entry at fault: not JSON (or a bare ``NaN``), another
         format, a missing or unexpected entry, an entry of the wrong type, an array that
         is not real and finite, shapes that disagree with each other, with the vocabulary
-        or with the config. See :func:`check_retrieval_model`.
+        or with the config. See :func:`~attention_lib.training.check_retrieval_model`.
 
     Examples
     --------
@@ -131,7 +133,7 @@ def check_retrieval_model(
     Parameters
     ----------
     doc : dict
-        The document :func:`export_retrieval_model` writes.
+        The document :func:`~attention_lib.export_retrieval_model` writes.
     name : str, default "model"
         How error messages call the document (the file's path when loading).
 
