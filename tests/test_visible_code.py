@@ -311,10 +311,11 @@ def test_the_flow_follows_pythons_scopes():
         ("(n := 3)\nprint(n, display)", []),
         ("class C:\n    a = np.pi\n    def m(self):\n        return self.a + inner_missing", []),
         ("del q\nprint(q)", []),
+        ("def h():\n    return never_bound", []),
     )
     assert names_used_before_shown(cells) == [
         (3, "secret"), (4, "ks"), (7, "shown_too"), (7, "undefined_yet"),
-        (9, "inner_missing"), (10, "q")]
+        (9, "inner_missing"), (10, "q"), (11, "never_bound")]
 
 
 def test_tricks_the_flow_cannot_follow_are_refused():
