@@ -420,3 +420,43 @@ def test_alt_text_templates_are_filled_from_the_values():
     pattern = _alt_pattern(template)
     assert pattern.match("bars from 0.45 to 1.09, not 0.45")
     assert not pattern.match("bars from 0.6 to 1.3")  # typed by hand, not from the template
+
+
+def _machine_names(code: str) -> set[str]:
+    """Names that hold al.benchmark_machine(...)'s line, directly or through another name."""
+    names: set[str] = set()
+    for stmt in _code_tree(code).body:
+        if not isinstance(stmt, ast.Assign):
+            continue
+        value = stmt.value
+        is_machine = ((isinstance(value, ast.Call)
+                       and _dotted(value.func).endswith("benchmark_machine"))
+                      or (isinstance(value, ast.Name) and value.id in names))
+        if is_machine:
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return names
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_the_benchmark_machine_is_named_once_in_a_footnote(path: Path):
+    # A chapter that quotes stored benchmark results names the machine they come from,
+    # once, in a footnote: the long line (CPU, SIMD level, BLAS kernels, date) stays out
+    # of the sentences.
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    if "stored_benchmark(" not in code:
+        return
+    names = _machine_names(code)
+    assert names, f"{path.name} quotes the stored benchmark but never names its machine"
+    quotes = [line for c in nb["cells"] if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).splitlines()
+              for name in re.findall(r"\{eval\}`(\w+)`", line) if name in names]
+    assert len(quotes) == 1, f"{path.name} names the benchmark machine {len(quotes)} times"
+    assert re.match(r"\[\^[\w-]+\]:", quotes[0]), (
+        f"{path.name} names the benchmark machine outside a footnote: {quotes[0]!r}")
+
+
+def test_machine_names_follow_assignments():
+    code = ("line = al.benchmark_machine(bench)\nmachine_txt = line\nother_txt = 'x'\n"
+            "cpu_txt = al.benchmark_machine()")
+    assert _machine_names(code) == {"line", "machine_txt", "cpu_txt"}
