@@ -403,7 +403,13 @@ def block_parameter_count(
 
 
 def gpt_parameter_count(
-    n_layers: int, d_model: int, vocab_size: int, context: int, *, d_ff: int | None = None
+    n_layers: int,
+    d_model: int,
+    vocab_size: int,
+    context: int,
+    *,
+    d_ff: int | None = None,
+    tied_output: bool = True,
 ) -> int:
     r"""Parameters of a GPT-2/GPT-3 style decoder-only model, in closed form.
 
@@ -416,6 +422,10 @@ def gpt_parameter_count(
         Number of learned positions (the context length).
     d_ff : int, optional
         Defaults to ``4 * d_model``.
+    tied_output : bool, default True
+        The output layer is the token embedding, transposed (weight tying, as
+        in GPT-2), and adds nothing. With ``False`` it is a matrix of its own,
+        ``(d_model, vocab_size)`` without a bias: :math:`V d` more.
 
     Returns
     -------
@@ -424,19 +434,24 @@ def gpt_parameter_count(
     Notes
     -----
     Token and position embeddings, ``n_layers`` pre-norm blocks with
-    attention biases, a final layer norm; the output layer shares the token
-    embedding (weight tying), so it adds nothing:
+    attention biases, a final layer norm; with a tied output layer
 
-    .. math:: N = L\,(12 d^2 + 13 d) + (V + T)\, d + 2d .
+    .. math:: N = L\,(12 d^2 + 13 d) + (V + T)\, d + 2d ,
+
+    and :math:`V d` more with an untied one.
 
     Examples
     --------
     >>> gpt_parameter_count(12, 768, 50257, 1024)  # GPT-2 small
     124439808
+    >>> gpt_parameter_count(12, 768, 50257, 1024, tied_output=False) - 124439808
+    38597376
     """
     n_layers = positive_int(n_layers, "n_layers")
     d = positive_int(d_model, "d_model")
     vocab_size = positive_int(vocab_size, "vocab_size")
     context = positive_int(context, "context")
+    tied_output = check_flag(tied_output, "tied_output")
     blocks = n_layers * block_parameter_count(d, d_ff)
-    return blocks + (vocab_size + context) * d + 2 * d
+    output = 0 if tied_output else vocab_size * d  # (d_model, vocab_size), no bias
+    return blocks + (vocab_size + context) * d + 2 * d + output

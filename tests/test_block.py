@@ -195,5 +195,19 @@ def test_parameter_counts():
     assert abs(al.block_parameter_count(12288) / (12 * 12288**2) - 1) < 1e-3
     with pytest.raises(ValueError, match="n_layers"):
         al.gpt_parameter_count(0, 8, 10, 10)
+    with pytest.raises(TypeError, match="tied_output"):
+        al.gpt_parameter_count(1, 8, 10, 10, tied_output="no")
+
+
+def test_gpt_count_with_an_untied_output_layer():
+    # Array by array, for a small GPT: token and position tables, L blocks with
+    # attention biases, a final layer norm and, untied, an output matrix (d, V).
+    n_layers, d, vocab, context = 3, 16, 50, 12
+    block = {"ln1": 2 * d, "W_QKVO": 4 * d * d, "b_QKVO": 4 * d, "ln2": 2 * d,
+             "W_1": d * 4 * d, "b_1": 4 * d, "W_2": 4 * d * d, "b_2": d}
+    tied = vocab * d + context * d + n_layers * sum(block.values()) + 2 * d
+    assert al.gpt_parameter_count(n_layers, d, vocab, context) == tied
+    assert al.gpt_parameter_count(n_layers, d, vocab, context,
+                                  tied_output=False) == tied + d * vocab
     with pytest.raises(TypeError, match="d_model"):
         al.block_parameter_count(8.0)

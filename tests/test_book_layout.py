@@ -374,3 +374,89 @@ def test_a_solutions_code_is_collapsed_with_its_output():
         code(["hide-input"]), code(["hide-cell"]), code(["remove-input", "remove-output"])])
     both = {"source_hidden": True, "outputs_hidden": True}
     assert flags == [{}, {}, both, {}, {"source_hidden": True}, both, {"source_hidden": True}]
+
+
+def _alt_pattern(template: str) -> re.Pattern:
+    """The alt text a template gives, whatever its names hold (each a non-empty str)."""
+    parts = _load_tool("execute_notebooks").EVAL_ROLE.split(template)
+    # split() alternates literal text and names: keep the text, let each name be anything
+    return re.compile("".join(re.escape(p) if i % 2 == 0 else ".+?"
+                              for i, p in enumerate(parts)) + r"\Z", re.S)
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_alt_text_numbers_come_from_names_the_code_assigns(path: Path):
+    # A figure whose alt text quotes numbers keeps it as a template of {eval} roles
+    # (metadata image_alt_eval); tools/execute_notebooks.py fills in mystnb.image.alt.
+    tool = _load_tool("execute_notebooks")
+    cells = json.loads(path.read_text())["cells"]
+    assigned: set[str] = set()
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] == "code":
+            assigned |= _assigned_names("".join(cell["source"]))
+        template = cell.get("metadata", {}).get(tool.ALT_TEMPLATE)
+        if template is None:
+            continue
+        names = set(tool.EVAL_ROLE.findall(template))
+        assert names, f"{path.name}: cell {i} has an alt template without a name"
+        assert names <= assigned, (
+            f"{path.name}: cell {i}'s alt text quotes {sorted(names - assigned)}, "
+            "not assigned by this cell or an earlier one")
+        alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt", "")
+        assert "{eval}" not in alt and _alt_pattern(template).match(alt), (
+            f"{path.name}: cell {i}'s alt text is not its template filled in; "
+            "run python tools/execute_notebooks.py on the notebook")
+
+
+def test_alt_text_templates_are_filled_from_the_values():
+    tool = _load_tool("execute_notebooks")
+    template = "bars from {eval}`lo_txt` to {eval}`hi_txt`, not {eval}`lo_txt`"
+    cells = [{"cell_type": "code", "metadata": {tool.ALT_TEMPLATE: template}},
+             {"cell_type": "code", "metadata": {"mystnb": {"image": {"alt": "typed"}}}}]
+    assert tool.alt_names(cells) == ["lo_txt", "hi_txt"]
+    assert tool.fill_alt_texts(cells, {"lo_txt": "0.45", "hi_txt": "1.09"}) == 1
+    assert cells[0]["metadata"]["mystnb"]["image"]["alt"] == "bars from 0.45 to 1.09, not 0.45"
+    assert cells[1]["metadata"]["mystnb"]["image"]["alt"] == "typed"
+    pattern = _alt_pattern(template)
+    assert pattern.match("bars from 0.45 to 1.09, not 0.45")
+    assert not pattern.match("bars from 0.6 to 1.3")  # typed by hand, not from the template
+
+
+def _machine_names(code: str) -> set[str]:
+    """Names that hold al.benchmark_machine(...)'s line, directly or through another name."""
+    names: set[str] = set()
+    for stmt in _code_tree(code).body:
+        if not isinstance(stmt, ast.Assign):
+            continue
+        value = stmt.value
+        is_machine = ((isinstance(value, ast.Call)
+                       and _dotted(value.func).endswith("benchmark_machine"))
+                      or (isinstance(value, ast.Name) and value.id in names))
+        if is_machine:
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return names
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_the_benchmark_machine_is_named_once_in_a_footnote(path: Path):
+    # A chapter that quotes stored benchmark results names the machine they come from,
+    # once, in a footnote: the long line (CPU, SIMD level, BLAS kernels, date) stays out
+    # of the sentences.
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    if "stored_benchmark(" not in code:
+        return
+    names = _machine_names(code)
+    assert names, f"{path.name} quotes the stored benchmark but never names its machine"
+    quotes = [line for c in nb["cells"] if c["cell_type"] == "markdown"
+              for line in "".join(c["source"]).splitlines()
+              for name in re.findall(r"\{eval\}`(\w+)`", line) if name in names]
+    assert len(quotes) == 1, f"{path.name} names the benchmark machine {len(quotes)} times"
+    assert re.match(r"\[\^[\w-]+\]:", quotes[0]), (
+        f"{path.name} names the benchmark machine outside a footnote: {quotes[0]!r}")
+
+
+def test_machine_names_follow_assignments():
+    code = ("line = al.benchmark_machine(bench)\nmachine_txt = line\nother_txt = 'x'\n"
+            "cpu_txt = al.benchmark_machine()")
+    assert _machine_names(code) == {"line", "machine_txt", "cpu_txt"}

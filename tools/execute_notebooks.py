@@ -6,10 +6,19 @@
 Each notebook runs with chapters/ as its working directory, as on the website
 and under nbval; the stored outputs are what GitHub, Colab and Binder show
 before a reader runs anything, and what nbval compares against.
+
+Alt text with numbers: a figure's alt text lives in its cell's metadata
+(``mystnb.image.alt``), which no code can reach. A cell whose metadata has
+``image_alt_eval``, the alt text written with {eval}`name` roles of ``str``
+names (as in the prose), gets ``mystnb.image.alt`` filled in here from the
+values those names hold once the whole notebook has run, so the alt text quotes
+the numbers the figure is drawn from.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -17,12 +26,55 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+ALT_TEMPLATE = "image_alt_eval"
+EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_]\w*)`")
+_MARK = "alt-text values: "
+
+
+def alt_names(cells: list[dict]) -> list[str]:
+    """The names quoted by the alt-text templates of these cells, in order, once each."""
+    names: list[str] = []
+    for cell in cells:
+        for name in EVAL_ROLE.findall(cell.get("metadata", {}).get(ALT_TEMPLATE, "")):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def fill_alt_texts(cells: list[dict], values: dict[str, str]) -> int:
+    """Write ``mystnb.image.alt`` of every templated cell from ``values``; return how many."""
+    filled = 0
+    for cell in cells:
+        template = cell.get("metadata", {}).get(ALT_TEMPLATE)
+        if template is None:
+            continue
+        alt = EVAL_ROLE.sub(lambda m: values[m.group(1)], template)
+        cell["metadata"].setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
+        filled += 1
+    return filled
+
+
+def _values_cell(names: list[str]) -> nbformat.NotebookNode:
+    source = ("import json as _json\n"
+              f"print({_MARK!r} + _json.dumps({{n: globals()[n] for n in {names!r}}}))")
+    return nbformat.v4.new_code_cell(source)
 
 
 def execute(path: Path, timeout: int = 600) -> None:
     nb = nbformat.read(path, as_version=4)
+    names = alt_names(nb.cells)
+    if names:  # read the names' values at the end of the run, then drop the extra cell
+        nb.cells.append(_values_cell(names))
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    if names:
+        extra = nb.cells.pop()
+        text = "".join(o.get("text", "") for o in extra.outputs if o.get("name") == "stdout")
+        values = json.loads(text.split(_MARK, 1)[1])
+        wrong = {n: type(v).__name__ for n, v in values.items() if not isinstance(v, str)}
+        if wrong:
+            raise TypeError(f"{path.name}: alt-text names must hold str, got {wrong}")
+        fill_alt_texts(nb.cells, values)
     nbformat.write(nb, path)
 
 
