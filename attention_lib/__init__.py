@@ -59,7 +59,12 @@ from .saturation import (
     softmax_jacobian,
 )
 from .softmax import softmax
-from .tiled import OnlineSoftmaxTrace, online_softmax_row, tiled_attention
+from .tiled import (
+    OnlineSoftmaxTrace,
+    online_softmax_row,
+    tiled_attention,
+    tiled_attention_reference,
+)
 from .training import (
     Adam,
     TrainingResult,
@@ -124,6 +129,7 @@ __all__ = [
     "causal_tile_kinds",
     "online_softmax_row",
     "tiled_attention",
+    "tiled_attention_reference",
     "cpu_description",
     "stored_benchmark",
     "benchmark_machine",

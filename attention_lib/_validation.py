@@ -438,3 +438,50 @@ def token_names(value: Any, name: str) -> list[str]:
         twice = sorted({x for x in value if list(value).count(x) > 1})
         raise ValueError(f"{name} names {twice} more than once; expected distinct names")
     return list(value)
+
+# --------------------------------------------------------------------------------------
+# Cells of a matrix, named by (row, column) pairs or by a boolean matrix
+# --------------------------------------------------------------------------------------
+
+__all__ += ["cell_positions"]
+
+
+def cell_positions(value: Any, shape: tuple[int, int], name: str) -> list[tuple[int, int]]:
+    """The ``(row, column)`` cells of a ``shape`` matrix that ``value`` names.
+
+    ``value`` is a collection of ``(row, column)`` pairs of integers (a list, a set,
+    an ``(m, 2)`` array such as ``np.argwhere(...)``) or a boolean array of ``shape``
+    (True at the cells meant). Positions are never wrapped, as in :func:`index`.
+
+    Examples
+    --------
+    >>> cell_positions({(1, 0), (0, 2)}, (2, 3), "highlight")
+    [(0, 2), (1, 0)]
+    >>> cell_positions(np.eye(2, dtype=bool), (2, 2), "highlight")
+    [(0, 0), (1, 1)]
+    >>> cell_positions([(0, 3)], (2, 3), "cells")
+    Traceback (most recent call last):
+        ...
+    ValueError: cells[0][1]=3; expected a position from 0 to 2 (negative positions are not wrapped)
+    """
+    n_rows, n_cols = shape
+    if isinstance(value, set | frozenset):
+        value = sorted(value)
+    elif value is not None and _asarray(value, name).dtype == np.bool_:
+        cells = np.asarray(value)
+        if cells.shape != (n_rows, n_cols):
+            raise ValueError(f"{name} is a boolean array of shape {cells.shape}; expected "
+                             f"shape {(n_rows, n_cols)}, True at the cells meant")
+        return [(int(i), int(j)) for i, j in np.argwhere(cells)]
+    try:
+        pairs = [tuple(pair) for pair in value]
+    except TypeError:
+        raise TypeError(f"{name}={value!r}; expected (row, column) pairs or a boolean array "
+                        f"of shape {(n_rows, n_cols)}") from None
+    out = []
+    for number, pair in enumerate(pairs):
+        if len(pair) != 2:
+            raise ValueError(f"{name}[{number}]={pair!r}; expected a (row, column) pair")
+        out.append((index(pair[0], n_rows, f"{name}[{number}][0]"),
+                    index(pair[1], n_cols, f"{name}[{number}][1]")))
+    return out

@@ -25,19 +25,16 @@ Dimension letters used in the shape comments:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import os
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
-from threadpoolctl import ThreadpoolController
 
+from ._threads import available_cpus, numpy_blas, run_tasks
 from ._validation import (
     as_real_array,
     check_attention_inputs,
@@ -49,8 +46,11 @@ from ._validation import (
     first_true,
     positive_int,
 )
+from .attention import causal_mask, scaled_scores
+from .masks import causal_tile_kinds
 
-__all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention"]
+__all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention",
+           "tiled_attention_reference"]
 
 # Below this many (query, key) scores a thread pool costs more than it saves.
 _MIN_PARALLEL_SCORES = 1 << 20
@@ -170,62 +170,108 @@ def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
     return (positive_int(sizes[0], "block_size[0]"), positive_int(sizes[1], "block_size[1]"))
 
 
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
 # --------------------------------------------------------------------------------------
-# numpy's BLAS thread count while the worker threads run
+# The readable version: a plain loop over query and key tiles
 # --------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _numpy_blas() -> tuple[Any, ...]:
-    """threadpoolctl's controllers of the BLAS library numpy uses (usually one OpenBLAS).
+def tiled_attention_reference(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    causal: bool = False,
+    block_size: int | tuple[int, int] = (256, 512),
+) -> np.ndarray:
+    r"""Tiled attention as a plain loop over tiles: the readable version of :func:`tiled_attention`.
 
-    Other BLAS copies in the process (torch's, say) are left alone.
+    The recurrence of :func:`online_softmax_row`, run on tiles: each block of
+    :math:`b_q` queries visits the key blocks left to right, keeping a running
+    maximum :math:`m`, sum :math:`\ell` and weighted sum of values :math:`U` per
+    row. Under ``causal`` the tiles that :func:`~attention_lib.causal_tile_kinds`
+    calls ``"skipped"`` are never computed, and on ``"diagonal"`` tiles the future
+    keys get :math:`-\infty`. One thread and no tricks: it is here to be read, and to
+    test the fast engine against.
+
+    Parameters
+    ----------
+    q : array_like, shape (..., n_q, d_k)
+    k : array_like, shape (..., n_k, d_k)
+    v : array_like, shape (..., n_k, d_v)
+        As in :func:`~attention_lib.scaled_dot_product_attention` (the same checks;
+        leading axes broadcast; float32 stays float32, float16 is computed in float32).
+    causal : bool, default False
+        Query ``i`` attends only to keys ``j <= i`` (with ``n_q < n_k`` the queries are
+        the last ``n_q`` positions).
+    block_size : int or (int, int), default (256, 512)
+        Query rows and keys per tile, ``(b_q, b_k)``; an int sets both.
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_q, d_v)
+        Equal to ``scaled_dot_product_attention(q, k, v, causal=causal)[0]`` up to rounding.
+
+    Notes
+    -----
+    For query block :math:`I` and key block :math:`J`, with the tile of scores
+    :math:`S = Q_I K_J^{\mathsf T} / \sqrt{d_k}`:
+
+    .. math::
+
+        m' = \max\bigl(m, \operatorname{rowmax} S\bigr), \quad P = e^{S - m'}, \quad
+        \ell \leftarrow e^{m - m'} \ell + \operatorname{rowsum} P, \quad
+        U \leftarrow e^{m - m'} U + P V_J, \quad m \leftarrow m',
+
+    from :math:`m = -\infty`, :math:`\ell = 0`, :math:`U = 0`; the output rows are
+    :math:`U / \ell`. Key 0 is visible to every query, so every :math:`m` is finite
+    after the first tile.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(3, 10, 4))
+    >>> out = tiled_attention_reference(q, k, v, causal=True, block_size=(4, 3))
+    >>> from attention_lib import scaled_dot_product_attention
+    >>> bool(np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0]))
+    True
     """
-    libraries = [lib for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"]
-    numpy_dir = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
-    own = [lib for lib in libraries if os.path.abspath(lib.filepath).startswith(numpy_dir)
-           and "numpy" in lib.filepath]
-    return tuple(own or libraries)
-
-
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_saved: list[int] = []
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """Ask numpy's BLAS for one thread per call while the worker threads run.
-
-    The BLAS thread count is process-wide: during the ``with`` block every
-    thread of the process gets single-threaded BLAS. Concurrent and nested
-    uses share one setting; the last to leave restores the previous count,
-    unless someone else changed it meanwhile (then their setting stays).
-    """
-    global _blas_users, _blas_saved
-    libraries = _numpy_blas()
-    with _blas_lock:
-        if _blas_users == 0:
-            _blas_saved = [lib.get_num_threads() for lib in libraries]
-            for lib in libraries:
-                lib.set_num_threads(1)
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                for lib, saved in zip(libraries, _blas_saved, strict=True):
-                    if lib.get_num_threads() == 1:  # still ours: restore
-                        lib.set_num_threads(saved)
+    q, k, v, batch = check_attention_inputs(q, k, v)
+    causal = check_flag(causal, "causal")
+    b_q, b_k = _block_sizes(block_size)
+    n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
+    if causal:
+        check_causal_sizes(n_q, n_k)
+        kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k)  # (T_q, T_k)
+        visible = causal_mask(n_q, n_k)  # (n_q, n_k), True = may attend
+    out_dtype = q.dtype
+    q, k, v = (a.astype(compute_dtype(out_dtype), copy=False) for a in (q, k, v))
+    out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
+    for a, i0 in enumerate(range(0, n_q, b_q)):
+        rows = slice(i0, min(i0 + b_q, n_q))
+        m = np.full((*batch, rows.stop - i0), -np.inf, dtype=q.dtype)  # (..., b_q)
+        total = np.zeros_like(m)  # (..., b_q), the running sum l
+        acc = np.zeros((*m.shape, d_v), dtype=q.dtype)  # (..., b_q, d_v), the running U
+        for b, j0 in enumerate(range(0, n_k, b_k)):
+            keys = slice(j0, min(j0 + b_k, n_k))
+            kind = kinds[a, b] if causal else "full"
+            if kind == "skipped":
+                continue
+            s = scaled_scores(q[..., rows, :], k[..., keys, :])  # (..., b_q, b_k)
+            if not np.isfinite(s).all():
+                raise ValueError(f"the scores q . k / sqrt(d_k) overflow {s.dtype} in the tile "
+                                 f"of queries {i0}.. and keys {j0}..; expected inputs whose "
+                                 "dot products fit the dtype (rescale them, or use float64)")
+            if kind == "diagonal":
+                s = np.where(visible[rows, keys], s, -np.inf)  # the future keys
+            with np.errstate(under="ignore"):  # exp of a very negative score is 0
+                m_new = np.maximum(m, s.max(axis=-1))  # (..., b_q)
+                p = np.exp(s - m_new[..., None])  # (..., b_q, b_k), each in [0, 1]
+                rescale = np.exp(m - m_new)  # (..., b_q), 0 at the first tile
+                total = rescale * total + p.sum(axis=-1)
+                acc = rescale[..., None] * acc + p @ v[..., keys, :]  # (..., b_q, d_v)
+            m = m_new
+        out[..., rows, :] = acc / total[..., None]
+    return out.astype(out_dtype, copy=False)
 
 
 # --------------------------------------------------------------------------------------
@@ -574,8 +620,8 @@ def tiled_attention(
     entries = list(np.ndindex(batch))
     n_scores = len(entries) * n_q * n_k // (2 if causal else 1)
     if workers is None:
-        parallel = bool(_numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
-        workers = _available_cpus() if parallel else 1
+        parallel = bool(numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
+        workers = available_cpus() if parallel else 1
     workers = min(int(workers), len(entries) * len(starts))
     # Entries go through their query tiles in groups of g: as many as keep at
     # least 4 tasks per worker (so that the pool stays balanced to the end).
@@ -606,13 +652,7 @@ def tiled_attention(
             if pending[number] == 0:
                 del prepared[number]  # its (g, n_k, d + 1) copies are no longer needed
 
-    if workers == 1:
-        for task in tasks:
-            run(task)
-    else:
-        # One BLAS thread per tile product: BLAS threads competing with the pool
-        # for the same cores slow these small products down many times over.
-        with _one_blas_thread(), ThreadPoolExecutor(workers) as pool:
-            for _ in pool.map(run, tasks):
-                pass
+    # On a pool of `workers` threads, numpy's BLAS at one thread per tile product
+    # (BLAS threads competing with the pool for the same cores slow them down).
+    run_tasks(run, tasks, workers)
     return out.astype(out_dtype, copy=False)

@@ -47,6 +47,7 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 import attention_lib as al
+from attention_lib._threads import available_cpus
 
 try:  # optional comparison
     import torch
@@ -452,9 +453,9 @@ def main(argv: list[str] | None = None) -> None:
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "python": platform.python_version(), "numpy": np.__version__,
         "torch": None if torch is None else torch.__version__,
-        "cpus": al.tiled._available_cpus(), "blas_threads": blas_threads(),
+        "cpus": available_cpus(), "blas_threads": blas_threads(),
         "torch_threads": None if torch is None else torch.get_num_threads(),
-        "tiled_workers": al.tiled._available_cpus(),
+        "tiled_workers": available_cpus(),
         "load_average_start": load_start, "load_average_end": load_end,
         "processor": platform.processor() or platform.machine(),
         "blas": blas_libraries(),

@@ -3,7 +3,9 @@
 Two references: ``scaled_dot_product_attention`` (the library's readable
 version, which materialises the whole score matrix, so the two share only input
 validation) and, independently of the library, the loop reference of
-``tests/reference.py``.
+``tests/reference.py``. The library's loop over tiles, ``tiled_attention_reference``,
+is checked against the same two; the engine's causal key spans against
+``causal_tile_kinds`` and ``causal_mask``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ import numpy as np
 import pytest
 from reference import reference_attention as loop_reference
 
-from attention_lib import online_softmax_row, scaled_dot_product_attention, tiled_attention
+from attention_lib import (
+    causal_mask,
+    causal_tile_kinds,
+    online_softmax_row,
+    scaled_dot_product_attention,
+    tiled_attention,
+    tiled_attention_reference,
+)
 
 
 def reference_attention(q, k, v, causal=False):
@@ -98,21 +107,21 @@ def test_the_result_does_not_depend_on_the_number_of_workers(workers):
 
 
 def test_a_large_problem_uses_the_default_thread_pool(monkeypatch):
-    import attention_lib.tiled as tiled
+    import attention_lib._threads as threads
 
     pools = []
 
-    class RecordingPool(tiled.ThreadPoolExecutor):
+    class RecordingPool(threads.ThreadPoolExecutor):
         def __init__(self, workers):
             pools.append(workers)
             super().__init__(workers)
 
-    monkeypatch.setattr(tiled, "ThreadPoolExecutor", RecordingPool)
+    monkeypatch.setattr(threads, "ThreadPoolExecutor", RecordingPool)
     # 4 x 800 x 800 / 2 causal scores: above the 2**20 where the pool starts.
     q, k, v = random_qkv(7, (4,), 800, 800, d_k=8, d_v=4, dtype=np.float32)
     got = tiled_attention(q, k, v, causal=True)
     np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=2e-5)
-    if not tiled._numpy_blas() or tiled._available_cpus() < 2:
+    if not threads.numpy_blas() or threads.available_cpus() < 2:
         pytest.skip("one CPU, or a BLAS that threadpoolctl cannot control: no thread pool")
     assert len(pools) == 1 and pools[0] >= 2
     small = tiled_attention(q[:, :100], k[:, :100], v[:, :100], causal=True)
@@ -273,26 +282,26 @@ def test_plain_causal_attention_in_float32_stays_float32():
 
 
 def _blas_or_skip():
-    import attention_lib.tiled as tiled
+    import attention_lib._threads as threads
 
-    libraries = tiled._numpy_blas()
+    libraries = threads.numpy_blas()
     if not libraries:
         pytest.skip("numpy's BLAS is not one that threadpoolctl can control")
-    return tiled, libraries[0]
+    return threads, libraries[0]
 
 
 def test_one_blas_thread_restores_the_thread_count_after_nesting():
-    tiled, blas = _blas_or_skip()
+    threads, blas = _blas_or_skip()
     before = blas.get_num_threads()
     try:
         blas.set_num_threads(2)
-        with tiled._one_blas_thread():
+        with threads.one_blas_thread():
             assert blas.get_num_threads() == 1
-            with tiled._one_blas_thread():
+            with threads.one_blas_thread():
                 assert blas.get_num_threads() == 1
             assert blas.get_num_threads() == 1  # the outer block is still running
         assert blas.get_num_threads() == 2
-        with pytest.raises(RuntimeError), tiled._one_blas_thread():
+        with pytest.raises(RuntimeError), threads.one_blas_thread():
             raise RuntimeError("an error inside the block")
         assert blas.get_num_threads() == 2  # restored on the way out of an exception too
     finally:
@@ -300,11 +309,11 @@ def test_one_blas_thread_restores_the_thread_count_after_nesting():
 
 
 def test_a_thread_count_set_meanwhile_is_kept():
-    tiled, blas = _blas_or_skip()
+    threads, blas = _blas_or_skip()
     before = blas.get_num_threads()
     try:
         blas.set_num_threads(2)
-        with tiled._one_blas_thread():
+        with threads.one_blas_thread():
             blas.set_num_threads(3)  # the user's own change while the pool runs
         assert blas.get_num_threads() == 3
     finally:
@@ -312,7 +321,9 @@ def test_a_thread_count_set_meanwhile_is_kept():
 
 
 def test_one_worker_leaves_blas_alone(monkeypatch):
-    tiled, blas = _blas_or_skip()
+    import attention_lib.tiled as tiled
+
+    _, blas = _blas_or_skip()
     seen = []
     original = tiled._attend_query_block
 
@@ -485,3 +496,112 @@ def test_heads_go_through_their_tiles_in_groups(monkeypatch, per_task, causal):
     got = tiled_attention(q, k, v, causal=causal, block_size=(8, 16), workers=1)
     assert got.shape == (7, 33, 5)
     np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# tiled_attention_reference: the readable loop over tiles
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("lead", "n_q", "n_k", "block_size"), CASES)
+def test_reference_equals_plain_attention_in_float64(lead, n_q, n_k, block_size, causal):
+    q, k, v = random_qkv(n_q * 5 + n_k, lead, n_q, n_k)
+    got = tiled_attention_reference(q, k, v, causal=causal, block_size=block_size)
+    expected, _ = scaled_dot_product_attention(q, k, v, causal=causal)
+    assert got.dtype == np.float64 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, causal), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("dtype", "atol"), [(np.float32, 2e-5), (np.float16, 5e-3)])
+def test_reference_keeps_the_dtype(dtype, atol):
+    q, k, v = random_qkv(31, (2,), 40, 40, dtype=dtype)
+    got = tiled_attention_reference(q, k, v, causal=True, block_size=(16, 12))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=atol)
+
+
+def test_reference_broadcasts_and_survives_large_scores_under_any_error_state():
+    rng = np.random.default_rng(32)
+    q = rng.normal(size=(2, 1, 23, 4)) * 25.0  # scores around +-1000: exp needs the max
+    k = rng.normal(size=(3, 23, 4)) * 25.0
+    v = rng.normal(size=(23, 5))
+    with np.errstate(all="raise"):
+        got = tiled_attention_reference(q, k, v, causal=True, block_size=(4, 6))
+    assert got.shape == (2, 3, 23, 5)
+    np.testing.assert_allclose(got, reference_attention(q, k, v, True), rtol=0, atol=1e-10)
+
+
+def test_reference_never_computes_a_skipped_tile(monkeypatch):
+    import attention_lib.tiled as tiled
+
+    tiles = []
+    original = tiled.scaled_scores
+
+    def recording(q, k):
+        tiles.append((q.shape[-2], k.shape[-2]))
+        return original(q, k)
+
+    monkeypatch.setattr(tiled, "scaled_scores", recording)
+    n, b_q, b_k = 23, 4, 6
+    q, k, v = random_qkv(33, (), n, n)
+    tiled_attention_reference(q, k, v, causal=True, block_size=(b_q, b_k))
+    # A tile is needed when its last query may see its first key (j <= i).
+    needed = [(min(b_q, n - i0), min(b_k, n - j0)) for i0 in range(0, n, b_q)
+              for j0 in range(0, n, b_k) if j0 <= min(i0 + b_q, n) - 1]
+    assert tiles == needed
+    tiles.clear()
+    tiled_attention_reference(q, k, v, block_size=(b_q, b_k))
+    assert len(tiles) == math.ceil(n / b_q) * math.ceil(n / b_k)  # without the mask: all
+
+
+def test_reference_defaults_and_bad_input_as_the_fast_engine():
+    import inspect
+
+    defaults = [inspect.signature(f).parameters["block_size"].default
+                for f in (tiled_attention, tiled_attention_reference)]
+    assert defaults[0] == defaults[1]
+    q = np.ones((3, 4))
+    with pytest.raises(ValueError, match=r"block_size\[1\]=0; expected a positive integer"):
+        tiled_attention_reference(q, q, q, block_size=(2, 0))
+    with pytest.raises(ValueError, match=r"n_q=5 queries and n_k=3 keys"):
+        tiled_attention_reference(np.ones((5, 4)), q, q, causal=True)
+    with pytest.raises(TypeError, match="causal='yes'"):
+        tiled_attention_reference(q, q, q, causal="yes")
+    with pytest.raises(ValueError, match="q has d_k=4"):
+        tiled_attention_reference(q, np.ones((3, 5)), q)
+    with pytest.raises(ValueError, match="overflow float64"):
+        tiled_attention_reference(np.array([[1e200, 1e200]]),
+                                  np.array([[1e200, 1e200], [1.0, 1.0]]), np.ones((2, 1)))
+
+
+# --------------------------------------------------------------------------------------
+# the fast engine's causal key spans against the tile classification
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n_q", "n_k", "b_q", "b_k"),
+                         [(37, 37, 8, 8), (37, 37, 5, 11), (13, 41, 6, 9), (20, 20, 7, 3),
+                          (1, 17, 4, 4), (9, 9, 100, 100), (30, 30, 1, 4)])
+def test_engine_key_spans_follow_the_causal_tile_kinds(n_q, n_k, b_q, b_k):
+    from attention_lib.tiled import _key_spans
+
+    kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k)  # (T_q, T_k)
+    visible = causal_mask(n_q, n_k)  # (n_q, n_k)
+    for a, i0 in enumerate(range(0, n_q, b_q)):
+        rows = min(b_q, n_q - i0)
+        computed = np.zeros((rows, n_k), dtype=int)  # times each score of the tile row is made
+        unmasked = np.zeros((rows, n_k), dtype=bool)
+        for first, start, stop, on_diagonal in _key_spans(rows, n_q, n_k, i0, True, b_k):
+            computed[first:, start:stop] += 1
+            unmasked[first:, start:stop] |= not on_diagonal
+        assert computed.max() == 1  # no score twice
+        assert (computed[visible[i0:i0 + rows]] == 1).all()  # every visible score
+        assert visible[i0:i0 + rows][unmasked].all()  # no mask where a key is in the future
+        for b, j0 in enumerate(range(0, n_k, b_k)):
+            block = computed[:, j0:j0 + b_k]
+            if kinds[a, b] == "skipped":
+                assert not block.any(), (a, b)
+            elif kinds[a, b] == "full":
+                assert block.all(), (a, b)
