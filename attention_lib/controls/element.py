@@ -186,7 +186,7 @@ def shown(a: ArrayLike, name: str) -> np.ndarray:
     """``a`` as float64, or a ValueError naming ``name`` if the page could not show it."""
     a = np.asarray(a, dtype=np.float64)
     if a.size and not (np.all(np.isfinite(a)) and np.max(np.abs(a)) <= LARGEST_SHOWN):
-        raise ValueError(f"{name} reaches {np.max(np.abs(a)):.3g} in size; expected every "
+        raise ValueError(f"{name}: up to {np.max(np.abs(a)):.3g} in size; expected every "
                          f"number the control shows to be finite and at most "
                          f"{LARGEST_SHOWN:g} in size")
     return a

@@ -106,9 +106,9 @@ def _check_reachable(p: Mapping[str, np.ndarray]) -> None:
         q = p["query_embed"] @ p["w_q"] / np.sqrt(p["w_q"].shape[-1])  # (n_keys, d_k)
         k, v = x @ p["w_k"], x @ p["w_v"]
         scores, logits = q @ k.T, v @ p["w_out"]
-    for name, a in (("model: its queries", q), ("model: its keys", k),
-                    ("model: its values", v), ("model: its scores", scores),
-                    ("model: its logits", np.abs(logits) + np.abs(p["b_out"]))):
+    for name, a in (("model's queries", q), ("model's keys", k), ("model's values", v),
+                    ("model's scores", scores),
+                    ("model's logits", np.abs(logits) + np.abs(p["b_out"]))):
         shown(a, name)
 
 
