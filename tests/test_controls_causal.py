@@ -48,7 +48,7 @@ def test_default_labels_are_the_positions():
         (causal_example(), {"start": 1.0}, TypeError, "start"),
         (causal_example(), {"start": True}, TypeError, "start"),
         ((np.ones((3, 2)) * 1e16, np.ones((3, 2)), np.ones((3, 2))), {}, ValueError,
-         "q reaches"),
+         "q: up to"),
         ((np.ones((3, 2)) * 1e10, np.ones((3, 2)) * 1e10, np.ones((3, 2))), {}, ValueError,
          "scores"),
     ],

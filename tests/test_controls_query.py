@@ -51,7 +51,7 @@ def test_refuses_what_is_not_a_walkthrough_and_numbers_the_page_cannot_show():
     with pytest.raises(TypeError, match="example"):
         controls.query_picker(object())
     ex = al.examples.cat_sat_on()
-    with pytest.raises(ValueError, match="example's V reaches"):
+    with pytest.raises(ValueError, match="example's V: up to"):
         controls.query_picker(dataclasses.replace(ex, w_v=np.asarray(ex.w_v) * 1e20))
     with pytest.raises(TypeError, match="title"):
         controls.query_picker(ex, title=3)
