@@ -20,8 +20,8 @@ from chromium import ARGS, CHROMIUM, needs_chromium
 from controls_helpers import KINDS, causal_example
 
 import attention_lib as al
+from attention_lib import _validation
 from attention_lib import controls as lc
-from attention_lib.controls import element
 from attention_lib.controls.saturation import MAX_D_K
 
 pytestmark = needs_chromium
@@ -384,7 +384,7 @@ def test_saturation_explorer_at_the_ends_of_its_accepted_range(chromium):
     dims = (1, MAX_D_K)
     largest = max(1e3, *(np.abs(al.saturation_scores(d, divide_by_sqrt_dk=False)).max()
                          for d in dims))
-    top = element.LARGEST_SHOWN / largest
+    top = _validation.LARGEST_SHOWN / largest
     markup = lc.saturation_explorer(d_ks=dims, tutorial_scores=scores, scale_max=top,
                                     step=top / 1e6, scale=top)._repr_html_()
     c = Control(chromium, markup)
@@ -404,7 +404,7 @@ def test_saturation_explorer_at_the_ends_of_its_accepted_range(chromium):
 def test_projection_scale_explorer_at_the_end_of_its_accepted_range(chromium):
     ex = al.examples.cat_sat_on()
     q, k, _ = al.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v)
-    top = np.sqrt(element.LARGEST_SHOWN / max(1.0, np.abs(al.scaled_scores(q, k)).max()))
+    top = np.sqrt(_validation.LARGEST_SHOWN / max(1.0, np.abs(al.scaled_scores(q, k)).max()))
     c = Control(chromium, lc.projection_scale_explorer(ex, scale_max=top,
                                                       step=top / 1e4)._repr_html_())
     for value in (repr(top), "0"):
@@ -439,7 +439,7 @@ def test_retrieval_playground_with_the_largest_scores_accepted(chromium, trained
     p = {n: np.asarray(x) for n, x in doc["params"].items()}
     pairs = (p["key_embed"][:, None] + p["value_embed"][None]).reshape(-1, p["w_k"].shape[0])
     q = p["query_embed"] @ p["w_q"] / np.sqrt(p["w_q"].shape[1])
-    factor = 0.9 * element.LARGEST_SHOWN / max(np.abs(q @ (pairs @ p["w_k"]).T).max(),
+    factor = 0.9 * _validation.LARGEST_SHOWN / max(np.abs(q @ (pairs @ p["w_k"]).T).max(),
                                                np.abs(q).max())
     big = json.loads(json.dumps(doc))
     big["params"]["w_q"] = (p["w_q"] * factor).tolist()

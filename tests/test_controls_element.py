@@ -27,7 +27,7 @@ from controls_helpers import (
 )
 
 import attention_lib as al
-from attention_lib import controls
+from attention_lib import _validation, controls
 from attention_lib.controls import element
 
 ASSETS = resources.files("attention_lib.controls").joinpath("assets")
@@ -196,13 +196,13 @@ def test_heatmap_text_is_the_colour_that_contrasts_more():
 def test_scale_range_refuses_what_the_page_could_not_show(kwargs, error, match):
     args = {"scale": 1.0, "scale_max": 100.0, "step": 0.01, **kwargs}
     with pytest.raises(error, match=match):
-        element.scale_range(**args, largest=10.0)
+        _validation.scale_range(**args, largest=10.0)
 
 
 def test_scale_range_keeps_every_product_below_the_largest_shown_number():
     # The limit is where scale_max^power * largest reaches LARGEST_SHOWN, and c^power itself.
     for largest, power in ((10.0, 1), (2.5, 2), (1e-3, 2), (0.0, 1)):
-        limit = (element.LARGEST_SHOWN / max(largest, 1.0)) ** (1 / power)
-        element.scale_range(0.0, limit, limit / 10, largest=largest, power=power)
+        limit = (_validation.LARGEST_SHOWN / max(largest, 1.0)) ** (1 / power)
+        _validation.scale_range(0.0, limit, limit / 10, largest=largest, power=power)
         with pytest.raises(ValueError, match="expected at most"):
-            element.scale_range(0.0, limit * 1.001, limit / 10, largest=largest, power=power)
+            _validation.scale_range(0.0, limit * 1.001, limit / 10, largest=largest, power=power)

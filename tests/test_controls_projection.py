@@ -10,7 +10,7 @@ import pytest
 from controls_helpers import data_json, texts, walkthrough_qkv
 
 import attention_lib as al
-from attention_lib import controls
+from attention_lib import _validation, controls
 from attention_lib.controls import element
 
 
@@ -43,7 +43,7 @@ def test_refuses_bad_input(kwargs, error, match):
 def test_the_largest_accepted_factor_keeps_c_squared_times_the_scores_in_range():
     ex, q, k, _ = walkthrough_qkv()
     largest = np.abs(q @ k.T / np.sqrt(q.shape[1])).max()
-    limit = np.sqrt(element.LARGEST_SHOWN / max(largest, 1.0))
+    limit = np.sqrt(_validation.LARGEST_SHOWN / max(largest, 1.0))
     controls.projection_scale_explorer(ex, scale_max=limit, step=limit / 100)
     with pytest.raises(ValueError, match="expected at most"):
         controls.projection_scale_explorer(ex, scale_max=limit * 1.01, step=limit / 100)

@@ -9,8 +9,7 @@ import pytest
 from controls_helpers import data_json, elements, texts
 
 import attention_lib as al
-from attention_lib import controls
-from attention_lib.controls import element
+from attention_lib import _validation, controls
 from attention_lib.controls.saturation import MAX_D_K, MAX_KEYS
 
 
@@ -74,7 +73,8 @@ def test_bar_widths_are_the_weights():
         ({"n_keys": 1}, ValueError, "n_keys"),
         ({"n_keys": MAX_KEYS + 1}, ValueError, "n_keys"),
         ({"start": 32}, ValueError, "start"),
-        ({"start": True}, ValueError, "start"),
+        ({"start": True}, TypeError, "start=True"),
+        ({"start": "64"}, TypeError, "start='64'; expected a positive integer"),
         ({"scale": -1.0}, ValueError, "scale"),
         ({"scale": float("nan")}, ValueError, "scale"),
         ({"step": 0.0}, ValueError, "step"),
@@ -98,7 +98,7 @@ def test_the_largest_accepted_range_keeps_every_score_below_the_limit():
     dims = (1, MAX_D_K)
     rows = [al.saturation_scores(d, divide_by_sqrt_dk=False) for d in dims]
     largest = max(max(np.abs(r).max() for r in rows), 0.5)
-    limit = element.LARGEST_SHOWN / largest
+    limit = _validation.LARGEST_SHOWN / largest
     controls.saturation_explorer(d_ks=dims, scale_max=limit, step=limit / 1e6)
     with pytest.raises(ValueError, match="scale_max"):
         controls.saturation_explorer(d_ks=dims, scale_max=limit * 1.01, step=limit / 1e6)

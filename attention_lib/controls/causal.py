@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from numpy.typing import ArrayLike
 
-from .._validation import as_real_array, positive_int
+from .._validation import as_real_array, displayable, positive_int
 from ..attention import scaled_dot_product_attention, scaled_scores
 from .element import (
     TEMPLATES,
@@ -19,7 +19,6 @@ from .element import (
     floats,
     fmt,
     labels,
-    shown,
     uid,
     vec,
 )
@@ -87,14 +86,14 @@ def causal_stepper(
     if k.shape != q.shape or v.shape[0] != q.shape[0]:
         raise ValueError(f"q {q.shape}, k {k.shape}, v {v.shape}; expected q and k of shape "
                          "(n, d_k) and v of shape (n, d_v)")
-    q, k, v = (shown(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v")))
+    q, k, v = (displayable(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v")))
     n = q.shape[0]
     names = labels(tokens, n)
     t = positive_int(start, "start", what=f"a step from 1 to {n}")
     if t > n:
         raise ValueError(f"start={start}; expected a step from 1 to {n}")
     title = check_title(title)
-    scores = shown(scaled_scores(q, k), "the scores q k^T / sqrt(d_k)")  # (n, n), unmasked
+    scores = displayable(scaled_scores(q, k), "the scores q k^T / sqrt(d_k)")  # (n, n), unmasked
     out, weights = scaled_dot_product_attention(q, k, v, causal=True)
     data = {"tokens": names, "q": floats(q), "k": floats(k), "v": floats(v)}
     ident = uid("causal", data, t, title)

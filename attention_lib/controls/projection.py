@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import scale_range
 from ..attention import scaled_scores
 from ..saturation import projection_scale_weights
 from .element import (
@@ -20,7 +21,6 @@ from .element import (
     fmt,
     heat_cell,
     scale_fields,
-    scale_range,
     uid,
 )
 from .query import walkthrough

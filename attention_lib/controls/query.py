@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import token_position
+from .._validation import displayable, token_position
 from ..attention import project_qkv, scaled_dot_product_attention, scaled_scores
 from .element import (
     TEMPLATES,
@@ -18,7 +18,6 @@ from .element import (
     fill,
     floats,
     fmt,
-    shown,
     uid,
     vec,
 )
@@ -37,7 +36,7 @@ def walkthrough(example: Any, name: str = "example") -> tuple[list[str], np.ndar
     if len(tokens) != q.shape[-2] or q.ndim != 2:
         raise ValueError(f"{name} has {len(tokens)} tokens for x of shape "
                          f"{np.shape(example.x)}; expected one 2-D row per token")
-    q, k, v = (shown(a, f"{name}'s {n}") for a, n in ((q, "Q"), (k, "K"), (v, "V")))
+    q, k, v = (displayable(a, f"{name}'s {n}") for a, n in ((q, "Q"), (k, "K"), (v, "V")))
     return tokens, q, k, v
 
 
@@ -85,7 +84,7 @@ def query_picker(
     tokens, q, k, v = walkthrough(example)
     i = token_position(tokens, query)
     title = check_title(title)
-    scores = shown(scaled_scores(q, k), "the scores of example")  # (n, n)
+    scores = displayable(scaled_scores(q, k), "the scores of example")  # (n, n)
     out, weights = scaled_dot_product_attention(q, k, v)
     data = {"tokens": tokens, "q": floats(q), "k": floats(k), "v": floats(v)}
     ident = uid("query", data, i, title)

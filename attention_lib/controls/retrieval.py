@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_real_array
+from .._validation import as_real_array, displayable
 from ..softmax import softmax
 from ..training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
 from .element import (
@@ -22,7 +22,6 @@ from .element import (
     check_title,
     fill,
     fmt,
-    shown,
     uid,
 )
 
@@ -109,7 +108,7 @@ def _check_reachable(p: Mapping[str, np.ndarray]) -> None:
     for name, a in (("model's queries", q), ("model's keys", k), ("model's values", v),
                     ("model's scores", scores),
                     ("model's logits", np.abs(logits) + np.abs(p["b_out"]))):
-        shown(a, name)
+        displayable(a, name)
 
 
 def _sequence_problem(text: str, keys: Sequence[str], values: Sequence[str]

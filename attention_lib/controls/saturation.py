@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import as_real_array, check_flag, positive_int
+from .._validation import as_real_array, check_flag, positive_int, scale_range
 from ..examples import SATURATION_SCORES
 from ..saturation import saturation_scores, saturation_stats
 from .element import (
@@ -22,7 +22,6 @@ from .element import (
     floats,
     fmt,
     scale_fields,
-    scale_range,
     uid,
 )
 
@@ -112,8 +111,10 @@ def saturation_explorer(
     if tut.ndim != 1 or not 2 <= tut.shape[0] <= MAX_KEYS:
         raise ValueError(f"tutorial_scores has shape {tut.shape}; expected one row of 2 to "
                          f"{MAX_KEYS} scores, shape (n,)")
-    if start != "tutorial" and (isinstance(start, bool) or start not in dims):
-        raise ValueError(f"start={start!r}; expected 'tutorial' or one of d_ks {dims}")
+    if not (isinstance(start, str) and start == "tutorial"):
+        positive_int(start, "start", what=f"one of d_ks {dims}, or 'tutorial'")
+        if start not in dims:
+            raise ValueError(f"start={start!r}; expected 'tutorial' or one of d_ks {dims}")
     divide = check_flag(divide, "divide")
     title = check_title(title)
 
@@ -124,7 +125,7 @@ def saturation_explorer(
                                                  seed=seed))} for d in dims]
     largest = max(float(np.max(np.abs(r["scores"]))) for r in rows)
     c0, hi, step = scale_range(scale, scale_max, step, largest=largest)
-    index = 0 if start == "tutorial" else 1 + dims.index(start)
+    index = 0 if isinstance(start, str) else 1 + dims.index(start)
     ident = uid("sat", rows, index, c0, hi, step, divide, title)
 
     row = rows[index]

@@ -5,6 +5,7 @@ const $ = (sel) => root.querySelector(sel);
 const $$ = (sel) => Array.from(root.querySelectorAll(sel));
 const DATA = (name) => JSON.parse(root.dataset[name]);
 const TEMPLATES = DATA("templates");
+const DARK_FROM = root.dataset.darkFrom === undefined ? null : DATA("darkFrom");
 
 /* `template` with its {name} slots filled in one pass, as attention_lib's
    controls.element.fill; inserted text is never scanned again. */
@@ -70,7 +71,7 @@ function barRow(label, p, digits, score, cls) {
 }
 /* One heatmap cell of weight w. */
 function heatCell(w) {
-  return fill("heat_cell", { dark: w >= DATA("darkFrom") ? " lc-dark" : "", w: fmt(w, 4),
+  return fill("heat_cell", { dark: w >= DARK_FROM ? " lc-dark" : "", w: fmt(w, 4),
                              exact: w, weight: fmt(w, 3) });
 }
 /* The script runs: the note for script-less viewers goes, the controls come alive. */
