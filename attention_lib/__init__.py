@@ -2,7 +2,7 @@
 
 The core (softmax, attention, masks, projections, the texts' example numbers)
 needs only numpy. ``attention_lib.plotting`` (matplotlib) and
-``attention_lib.widgets`` (ipywidgets) are imported on first use, so
+``attention_lib.controls`` (the browser-side controls) are imported on first use, so
 ``import attention_lib`` stays light.
 """
 
@@ -158,7 +158,7 @@ __all__ = [
 
 __version__ = "0.2.0"
 
-_LAZY = {"plotting", "widgets", "live_controls"}
+_LAZY = {"plotting", "controls"}
 
 
 def __getattr__(name: str) -> Any:

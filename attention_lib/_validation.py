@@ -485,3 +485,50 @@ def cell_positions(value: Any, shape: tuple[int, int], name: str) -> list[tuple[
         out.append((index(pair[0], n_rows, f"{name}[{number}][0]"),
                     index(pair[1], n_cols, f"{name}[{number}][1]")))
     return out
+
+# --------------------------------------------------------------------------------------
+# The browser-side controls (attention_lib.controls): numbers the page can show
+# --------------------------------------------------------------------------------------
+
+#: No number a control shows may be larger than this in size: below 1e21 JavaScript's
+#: ``toFixed`` and Python's ``f"{x:.2f}"`` agree, and far below it nothing overflows.
+LARGEST_SHOWN = 1e15
+
+#: A slider may have at most this many steps.
+MAX_STEPS = 10**9
+
+
+def displayable(a: ArrayLike, name: str) -> np.ndarray:
+    """``a`` as float64, or a ValueError naming ``name`` if the page could not show it."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.size and not (np.all(np.isfinite(a)) and np.max(np.abs(a)) <= LARGEST_SHOWN):
+        raise ValueError(f"{name}: up to {np.max(np.abs(a)):.3g} in size; expected every "
+                         f"number the control shows to be finite and at most "
+                         f"{LARGEST_SHOWN:g} in size")
+    return a
+
+
+def scale_range(scale: Any, scale_max: Any, step: Any, *, largest: float, power: int = 1,
+                name: str = "scale") -> tuple[float, float, float]:
+    """Check the range ``0 <= scale <= scale_max`` of a factor ``c`` and its ``step``.
+
+    ``largest`` is the largest number (in size) that the page multiplies by ``c**power``:
+    ``scale_max`` must keep every product, and ``c**power`` itself, within
+    :data:`LARGEST_SHOWN`, so that the page never shows inf or NaN anywhere on the slider.
+    """
+    hi = real_number(scale_max, "scale_max", minimum=0.0, strict_minimum=True)
+    step = real_number(step, "step", minimum=0.0, strict_minimum=True)
+    c0 = real_number(scale, name)
+    if not 0.0 <= c0 <= hi:
+        raise ValueError(f"{name}={scale!r}; expected a number from 0 to scale_max={hi!r}")
+    limit = (LARGEST_SHOWN / max(float(largest), 1.0)) ** (1.0 / power)
+    if hi > limit:
+        what = "c" if power == 1 else f"c^{power}"
+        raise ValueError(
+            f"scale_max={scale_max!r}; expected at most {limit:.6g}: the control multiplies "
+            f"numbers up to {float(largest):.6g} in size by {what}, and every number it shows "
+            f"must stay at most {LARGEST_SHOWN:g} in size")
+    if not hi / MAX_STEPS <= step <= hi:
+        raise ValueError(f"step={step!r}; expected a step from scale_max / {MAX_STEPS:g} = "
+                         f"{hi / MAX_STEPS:.3g} to scale_max = {hi!r}")
+    return c0, hi, step

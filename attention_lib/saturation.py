@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, check_flag, common_float_dtype, describe, positive_int
-from .attention import project_qkv
+from .attention import project_qkv, scaled_scores
 from .softmax import softmax
 
 __all__ = ["SaturationStats", "entropy", "saturation_stats", "softmax_jacobian"]
@@ -212,8 +212,7 @@ def projection_scale_weights(
 ) -> np.ndarray:
     r"""Attention weights after multiplying ``W_Q`` and ``W_K`` by each factor in ``scales``.
 
-    The numbers of :func:`attention_lib.widgets.projection_scale_explorer` (no widgets,
-    no plots).
+    The numbers of :func:`attention_lib.controls.projection_scale_explorer` (no plots).
 
     Parameters
     ----------
@@ -263,8 +262,7 @@ def projection_scale_weights(
         raise ValueError(
             f"scales has shape {c.shape}; expected a 1-D sequence of factors, shape (n_scales,)"
         )
-    d_k = q.shape[-1]
-    scores = (q @ np.swapaxes(k, -1, -2)) / math.sqrt(d_k)  # (..., n, n)
+    scores = scaled_scores(q, k)  # (..., n, n)
     factor = (c.astype(scores.dtype) ** 2).reshape((-1,) + (1,) * scores.ndim)  # (S, 1, ..., 1)
     return softmax(factor * scores, axis=-1)  # (S, ..., n, n)
 
@@ -279,7 +277,7 @@ def saturation_scores(
 ) -> np.ndarray:
     r"""Scores of one random query against ``n_keys`` random keys (the saturation explorer's).
 
-    The pure-numpy part of :func:`attention_lib.widgets.saturation_explorer` (no widgets, no plots).
+    The random rows of :func:`attention_lib.controls.saturation_explorer` (no plots).
 
     Parameters
     ----------

@@ -292,8 +292,7 @@ def test_the_api_page_documents_every_public_name():
     # a name is documented in full, or bare when it is attention_lib's own export of that
     # very object (currentmodule is attention_lib); a function of the same name in another
     # module cannot stand in for it
-    modules = ("attention_lib", "attention_lib.plotting", "attention_lib.widgets",
-               "attention_lib.live_controls", "attention_lib.static_sliders",
+    modules = ("attention_lib", "attention_lib.plotting", "attention_lib.controls",
                "attention_lib.training")
     skip = {"examples", "plotting", "training", "BOOK_RC"}  # modules and data
     top = importlib.import_module("attention_lib")

@@ -63,20 +63,20 @@ def test_stored_benchmark_works_from_an_installed_wheel(tmp_path):
     shutil.rmtree(src)  # nothing but the installed wheel can be read now
     code = ("import attention_lib, json; print(attention_lib.__file__); "
             "print(json.dumps(attention_lib.stored_benchmark()['machine'])); "
-            "from attention_lib.static_sliders import softmax_slider; "
-            "print('Math.exp' in softmax_slider([1.0, 2.0], ['a', 'b'])._repr_html_()); "
+            "from attention_lib import controls; "
+            "print('Math.exp' in controls.saturation_explorer()._repr_html_()); "
             "from importlib import resources; "
             "print(json.dumps(sorted(p.name for p in "
-            "resources.files('attention_lib').joinpath('assets').iterdir())))")
+            "resources.files('attention_lib.controls').joinpath('assets').iterdir())))")
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                             text=True, env=env, cwd=tmp_path)
     location, machine, slider_has_script, assets = result.stdout.splitlines()
-    assert slider_has_script == "True"  # the slider's JavaScript asset ships in the wheel too
+    assert slider_has_script == "True"  # the controls' JavaScript ships in the wheel too
     assert location.startswith(str(site))  # the wheel's copy, not the working tree
     assert json.loads(machine) == al.stored_benchmark()["machine"]
     # every script and style of the browser-side controls ships in the wheel
-    shipped = sorted(p.name for p in (Path(al.__file__).parent / "assets").iterdir())
+    shipped = sorted(p.name for p in (Path(al.__file__).parent / "controls" / "assets").iterdir())
     assert json.loads(assets) == shipped
 
 

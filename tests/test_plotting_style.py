@@ -129,24 +129,3 @@ def test_book_style_in_ipython_sends_2x_pngs_with_their_display_width_only():
             png.for_type(matplotlib.figure.Figure, before)
         if created:
             InteractiveShell.clear_instance()
-
-
-def test_figure_png_is_drawn_at_twice_the_pixel_density():
-    from attention_lib.widgets import figure_png
-
-    def size(png):
-        return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-
-    def line():
-        fig, ax = plt.subplots(figsize=(3, 2))
-        ax.plot([0, 1])
-        return fig
-
-    one, two = (size(figure_png(line(), dpi=100, scale=s)) for s in (1, 2))
-    assert size(figure_png(line(), dpi=100)) == two  # 2x by default
-    assert two[0] == pytest.approx(2 * one[0], rel=0.02)
-    assert two[1] == pytest.approx(2 * one[1], rel=0.02)
-    assert 2 * 3 * 100 * 0.9 < two[0] < 2 * 3 * 100 * 1.1  # about 3 inches at 200 dpi
-    assert plt.get_fignums() == []  # figure_png closes what it renders
-    with pytest.raises(ValueError, match="^scale=0"):
-        figure_png(line(), scale=0)

@@ -260,20 +260,3 @@ def test_grid_panels_report_the_library_numbers():
     h_large = float(titles[5].split("H = ")[1].split()[0])
     assert h_large < h_small
     plt.close(fig)
-
-
-def test_explorer_alt_text_and_live_redraw():
-    import matplotlib.pyplot as plt
-
-    from attention_lib.widgets import Explorer, saturation_explorer
-
-    ex = saturation_explorer(scales=[1, 30], d_ks=[1, 1024])
-    assert isinstance(ex, Explorer)
-    assert "c = 30: largest weight" in ex.alt and "d_k = 1024: largest weight" in ex.alt
-    controls = ex.widget.children[0].children
-    assert [c.description for c in controls] == ["scale c", "d_k", "divide by sqrt(d_k)"]
-    controls[1].value = 512  # moving a slider redraws without error
-    controls[2].value = False
-    plt.close("all")
-    with pytest.raises(ValueError, match="power of two"):
-        saturation_explorer(d_k=3)

@@ -16,18 +16,13 @@ imported here only, not by ``import attention_lib``.
 from __future__ import annotations
 
 # Each module's public names (its __all__), so that `al.plotting.X` and
-# `from attention_lib.plotting import X` keep working wherever X lives; the
-# private names below are the ones the explorers (ipywidgets) draw their panels with.
+# `from attention_lib.plotting import X` keep working wherever X lives.
 from . import diagrams, fallbacks, matrices, shapes, style, tiles
 from .diagrams import *  # noqa: F403
 from .fallbacks import *  # noqa: F403
-from .fallbacks import _DK_CHOICES as _DK_CHOICES
-from .fallbacks import _saturation_bars as _saturation_bars
-from .fallbacks import _saturation_title as _saturation_title
 from .matrices import *  # noqa: F403
 from .shapes import *  # noqa: F403
 from .style import *  # noqa: F403
-from .style import _token_index as _token_index
 from .tiles import *  # noqa: F403
 
 __all__ = sorted(

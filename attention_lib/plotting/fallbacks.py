@@ -1,7 +1,7 @@
 """Static pictures of the explorers (chapters 3 and 4): their key positions as small multiples.
 
-The widgets draw their live panels with ``_saturation_bars`` and
-``_saturation_title``; the website shows these figures instead.
+They show at once what the browser-side controls of :mod:`attention_lib.controls`
+show one setting at a time.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def projection_scale_grid(
 ) -> Figure:
     """Small multiples: the attention weights at several projection scales ``c``.
 
-    The static picture of :func:`attention_lib.widgets.projection_scale_explorer`: one row of
+    The static picture of :func:`attention_lib.controls.projection_scale_explorer`: one row of
     panels per factor, the heatmap of all weights on the left and a bar
     chart of the row of ``query`` on the right, on a common 0-1 scale.
 
@@ -120,7 +120,7 @@ def saturation_grid(
     n_keys: int = 8,
     seed: int = 0,
 ) -> Figure:
-    r"""Small multiples of :func:`attention_lib.widgets.saturation_explorer`'s key positions.
+    r"""Small multiples of :func:`attention_lib.controls.saturation_explorer`'s key positions.
 
     Every panel comes from one draw: :math:`s`, the scores of one random query over
     ``n_keys`` random keys of size ``d_k``, divided by :math:`\sqrt{d_k}`

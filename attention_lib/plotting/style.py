@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
-import numpy as np
 from matplotlib.figure import Figure
+
+from .._validation import token_position
 
 __all__ = ["BOOK_RC", "use_book_style"]
 
@@ -105,11 +106,6 @@ def _labels(labels: Sequence[str] | None, n: int, name: str) -> list[str]:
 
 
 def _token_index(tokens: tuple[str, ...] | list[str], query: str | int) -> int:
-    """Position of ``query`` (a token or an index) in ``tokens``, or a ValueError."""
-    if isinstance(query, int | np.integer) and not isinstance(query, bool):
-        if not -len(tokens) <= query < len(tokens):
-            raise ValueError(f"query={query} is out of range for {len(tokens)} tokens")
-        return int(query) % len(tokens)
-    if query not in tokens:
-        raise ValueError(f"query={query!r} is not one of the tokens {tuple(tokens)}")
-    return list(tokens).index(query)
+    """Position of ``query`` (a token or a position ``0 <= query < len(tokens)``)."""
+    return token_position(tokens, query)
+

@@ -9,8 +9,9 @@ what a reader sees:
   fenced directive), and every number the prose quotes through ``{eval}``
   appears in the rendered text with the value the code computes;
 * no output shows "Error displaying widget" or a traceback;
-* each control of the saturation explorer, moved by keyboard, changes the
-  figure and its readout; the time each redraw takes is printed.
+* each control of the saturation explorer (the browser-side control), moved by
+  keyboard, changes the weights it shows and its own state; the time each redraw
+  takes is printed.
 """
 
 from __future__ import annotations
@@ -205,41 +206,43 @@ def test_no_output_shows_an_error(page):
                         "'application/vnd.jupyter.error']").count() == 0
 
 
-def _explorer_state(explorer) -> tuple[str, str]:
-    image = explorer.locator(".widget-output img").first.get_attribute("src") or ""
-    readouts = " ".join(explorer.locator(".widget-readout, input[type=checkbox]")
-                        .evaluate_all("els => els.map(e => e.type === 'checkbox' ? "
-                                      "String(e.checked) : e.textContent)"))
-    return image, readouts
+def _explorer_state(root) -> tuple[str, str]:
+    """The exact weights the explorer shows, and the state of its controls."""
+    weights = root.get_attribute("data-weights") or ""
+    state = root.evaluate("""r => [r.querySelector('.lc-scale').value,
+                                   r.querySelector('.lc-scale-number').value,
+                                   r.querySelector('.lc-row').value,
+                                   String(r.querySelector('.lc-divide').checked)].join(' ')""")
+    return weights, state
 
 
-def test_each_explorer_control_redraws_the_figure(page, capsys):
-    explorer = page.locator(".widget-vbox", has=page.locator(".widget-slider")).filter(
-        has_text="scale c").first
-    explorer.wait_for()
-    explorer.scroll_into_view_if_needed()
-    explorer.locator(".widget-output img").first.wait_for()
-    controls = [("scale c", explorer.locator(".widget-slider", has_text="scale c")
-                 .locator(".noUi-handle")),
-                ("d_k", explorer.locator(".widget-slider", has_text="d_k")
-                 .locator(".noUi-handle")),
-                ("divide by sqrt(d_k)", explorer.locator("input[type=checkbox]"))]
+def test_each_explorer_control_redraws_the_weights(page, capsys):
+    root = page.locator(".jp-OutputArea-output .lc-root.lc-saturation").first
+    root.wait_for()
+    root.scroll_into_view_if_needed()
+    assert root.locator(".lc-static-note").count() == 0, "the explorer's script did not run"
+    # the scale by its slider, then a random row (the tutorial's is never divided), then
+    # the division box
+    controls = [("scale c", ".lc-scale", "ArrowRight"), ("scores", ".lc-row", "ArrowDown"),
+                ("divide by sqrt(d_k)", ".lc-divide", "Space")]
     times = {}
-    for name, control in controls:
-        before = _explorer_state(explorer)
-        assert before[0], "the explorer shows no figure"
-        control.focus()
+    for name, selector, key in controls:
+        before = _explorer_state(root)
+        assert before[0], "the explorer shows no weights"
+        root.locator(selector).focus()
         start = time.perf_counter()
-        page.keyboard.press("Space" if name.startswith("divide") else "ArrowRight")
+        page.keyboard.press(key)
         page.wait_for_function(
-            """([box, image]) => {
-                 const img = box.querySelector('.widget-output img');
-                 return img && img.getAttribute('src') !== image;
-               }""", arg=[explorer.element_handle(), before[0]], timeout=30_000)
+            "([el, before]) => el.dataset.weights !== before",
+            arg=[root.element_handle(), before[0]], timeout=30_000)
         times[name] = time.perf_counter() - start
-        after = _explorer_state(explorer)
-        assert after[0] != before[0], f"moving {name} did not change the figure"
-        assert after[1] != before[1], f"moving {name} did not change its readout"
+        after = _explorer_state(root)
+        assert after[0] != before[0], f"moving {name} did not change the weights"
+        assert after[1] != before[1], f"moving {name} did not change its control"
+        # the key went to the control, not to JupyterLab's notebook shortcuts
+        assert page.evaluate("() => document.activeElement.className") == selector[1:]
+    scale, number = after[1].split()[:2]
+    assert float(scale) == float(number)  # the number field follows the slider
     with capsys.disabled():
         print("\nJupyterLab redraw after a key press: "
-              + ", ".join(f"{k} {v:.2f} s" for k, v in times.items()))
+              + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in times.items()))

@@ -143,14 +143,14 @@ def test_chapters_have_launch_and_download_buttons(visit):
     assert any(h.endswith(f"{stem}.ipynb") for h in links), "no notebook download"
 
 
-LIVE_CONTROL = re.compile(r'class="(lc-root|softmax-slider)\b')
+LIVE_CONTROL = re.compile(r'class="lc-root\b')
 
 
 def test_live_controls_work_without_a_kernel(browser, base_url, html_root):
     """Every browser-side control on the site runs its script and answers the keyboard.
 
     What each control computes is compared with attention_lib in
-    tests/test_live_controls_browser.py; here the built pages are checked: at least
+    tests/test_controls_browser.py; here the built pages are checked: at least
     four pages carry one, every control's script ran (its note for script-less viewers
     is gone), and a key press on its first control changes what it shows.
     """
@@ -158,16 +158,16 @@ def test_live_controls_work_without_a_kernel(browser, base_url, html_root):
     assert len(pages) >= 4, f"pages with a kernel-free live control: {pages}"
     for name in pages:
         v = PageVisit(browser, f"{base_url}/{name}.html")
-        roots = v.page.locator(".lc-root, .softmax-slider")
+        roots = v.page.locator(".lc-root")
         assert roots.count(), f"{name}: no control found"
         for i in range(roots.count()):
             root = roots.nth(i)
             root.scroll_into_view_if_needed()
-            assert root.locator(".lc-static-note, .ss-static-note").count() == 0, (
+            assert root.locator(".lc-static-note").count() == 0, (
                 f"{name}: control {i}'s script did not run")
-            # the first control of the first kind present: a slider, a list, a text field
+            # the first control of the first kind present: a slider, a list, a text box
             kinds = (("input[type=range]", ["ArrowRight"] * 5), ("select", ["ArrowDown"]),
-                     ("input[type=text]", ["End", "x"]),
+                     ("textarea", ["End", "x"]),
                      ("button:not([aria-disabled=true])", ["Enter"]))
             selector, keys = next(k for k in kinds if root.locator(k[0]).count())
             control = root.locator(selector).first
@@ -205,7 +205,7 @@ def test_page_fits_a_phone(phone_visit):
         """() => [...document.querySelectorAll('article *')]
             .filter(e => { const r = e.getBoundingClientRect();
                            return r.width > 0 && r.right > window.innerWidth + 1
-                                  && !e.closest('pre, .highlight, mjx-container, table, .ss-root')
+                                  && !e.closest('pre, .highlight, mjx-container, table')
                                   && getComputedStyle(e).position !== 'fixed'; })
             .slice(0, 5).map(e => e.tagName + '.' + e.className + ': '
                              + (e.textContent || '').trim().slice(0, 60))""")

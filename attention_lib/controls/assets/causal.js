@@ -1,26 +1,20 @@
 /* Causal generation step by step: at step t the new query q_t attends to the cached keys
    1..t; its weights are row t of scaled_dot_product_attention(q, k, v, causal=True). */
 const tokens = DATA("tokens"), Q = DATA("q"), K = DATA("k"), V = DATA("v");
-const n = tokens.length, inv = 1 / Math.sqrt(Q[0].length);
+const n = tokens.length;
 const prev = $(".lc-prev"), next = $(".lc-next"), slider = $(".lc-step");
 function update(t) {
   slider.value = t;
   prev.setAttribute("aria-disabled", t <= 1 ? "true" : "false");
   next.setAttribute("aria-disabled", t >= n ? "true" : "false");
-  $(".lc-now").innerHTML = "step t = " + t + " of " + n + ": the new token is <strong>" +
-    esc(tokens[t - 1]) + "</strong> (position " + t + ")";
-  $(".lc-tokens").innerHTML = tokens.map((x, j) => {
-    const cls = j + 1 === t ? "lc-new" : j + 1 < t ? "lc-seen" : "lc-future";
-    const tail = j + 1 === t ? " (new query)" : j + 1 > t ? " (masked)" : "";
-    return '<li class="' + cls + '">' + (j + 1) + " " + esc(x) + tail + "</li>";
-  }).join("");
+  $(".lc-now").innerHTML = fill("step_now", { t: t, n: n, token: esc(tokens[t - 1]) });
+  $(".lc-tokens").innerHTML = tokens.map((x, j) => fill("token_chip", {
+    cls: j + 1 === t ? "lc-new" : j + 1 < t ? "lc-seen" : "lc-future", j: j + 1,
+    token: esc(x), tail: j + 1 === t ? " (new query)" : j + 1 > t ? " (masked)" : "" })).join("");
   $(".lc-t").textContent = t;
-  $(".lc-cache").innerHTML = tokens.slice(0, t).map((x, j) =>
-    '<li><span>' + (j + 1) + " " + esc(x) + ':</span> <span>k = <span class="lc-vec">' +
-    vec(K[j], 2) + '</span></span> <span>v = <span class="lc-vec">' + vec(V[j], 2) +
-    '</span></span></li>').join("");
-  const q = Q[t - 1].map((x) => x * inv);
-  const s = K.slice(0, t).map((k) => dot(q, k));
+  $(".lc-cache").innerHTML = tokens.slice(0, t).map((x, j) => fill("cache_item", {
+    j: j + 1, token: esc(x), k: vec(K[j], 2), v: vec(V[j], 2) })).join("");
+  const s = scaledScores(Q[t - 1], K.slice(0, t));
   const a = softmax(s).concat(new Array(n - t).fill(0));
   $(".lc-weights tbody").innerHTML = tokens.map((x, j) =>
     barRow((j + 1) + " " + esc(x), a[j], 3, j < t ? fmt(s[j], 3) : "masked",

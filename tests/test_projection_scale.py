@@ -1,20 +1,15 @@
-"""The projection-scale explorer of chapter 03 (``attention_lib.widgets``).
+"""The numbers and the figure of chapter 03's projection scale.
 
 The numbers (``projection_scale_weights``) are checked against a pure-Python
 reference that multiplies W_Q and W_K by c *before* projecting, so the
 identity "scores scale by c squared" that the library uses is tested, not
-copied. The figure and the widget are checked on the Agg backend, without a
-display or a kernel.
+copied. The figure is checked on the Agg backend, without a display.
 """
 
 from __future__ import annotations
 
-import io
 import math
-import warnings
 
-import ipywidgets
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from hypothesis import given
@@ -24,7 +19,6 @@ from hypothesis.extra.numpy import arrays
 from attention_lib.examples import cat_sat_on
 from attention_lib.plotting import projection_scale_grid
 from attention_lib.saturation import projection_scale_weights
-from attention_lib.widgets import Explorer, projection_scale_explorer
 
 
 def reference_weights(x, w_q, w_k, c):
@@ -167,7 +161,7 @@ def test_mismatched_projection_names_the_argument():
 
 
 # --------------------------------------------------------------------------------------
-# projection_scale_grid and projection_scale_explorer
+# projection_scale_grid
 # --------------------------------------------------------------------------------------
 
 
@@ -200,30 +194,3 @@ def test_grid_query_by_index_equals_query_by_token():
 def test_unknown_query_is_refused(query, message):
     with pytest.raises(ValueError, match=message):
         projection_scale_grid(EX, [1.0], query=query)
-
-
-def test_explorer_carries_a_slider_and_a_png_fallback():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # Agg: "cannot be shown"
-        ex = projection_scale_explorer(EX, scales=[1, 30])
-        assert isinstance(ex, Explorer)
-        assert ex.png.startswith(b"\x89PNG")
-        bundle, metadata = ex._repr_mimebundle_()
-        assert {"image/png", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
-        # the 2x PNG is displayed at half its pixel width, the figure's own size
-        pixels_wide = plt.imread(io.BytesIO(ex.png)).shape[1]
-        assert metadata == {"image/png": {"width": pixels_wide // 2}}
-        slider = ex.widget.children[0].children[0]
-        assert isinstance(slider, ipywidgets.FloatLogSlider)
-        assert slider.description == "c" and slider.value == 1.0
-        slider.value = 10.0  # redraws without error
-    assert plt.get_fignums() == []  # the fallback and the live figures are closed
-
-
-def test_explorer_alt_names_the_largest_weight_at_each_scale():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        ex = projection_scale_explorer(EX, scales=[1, 30])
-    w = projection_scale_weights(EX.x, EX.w_q, EX.w_k, [1, 30])[:, 2]  # row of "sat"
-    assert f"c = 1: {w[0].max():.3f} on 'sat'" in ex.alt
-    assert f"c = 30: {w[1].max():.3f} on 'sat'" in ex.alt

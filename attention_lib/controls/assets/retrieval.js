@@ -1,24 +1,24 @@
 /* The trained soft dictionary: the forward pass of attention_lib.retrieval_forward on the
-   sequence typed in the field, with the embedded weights. */
+   sequence typed in the box, with the embedded weights. */
 const model = DATA("model"), P = model.params;
 const keys = model.vocabulary.keys, values = model.vocabulary.values;
+const SEPARATOR = new RegExp(DATA("separator")), MESSAGES = DATA("messages");
 const field = $(".lc-seq"), error = $(".lc-error"), out = $(".lc-result");
-const inv = 1 / Math.sqrt(P.w_q[0].length);
-/* The same rules and words as attention_lib.live_controls.parse_retrieval_sequence. */
+const say = (name, slots) => fillText(MESSAGES[name], slots);
+/* The same rules, in the same order, as attention_lib.controls.parse_retrieval_sequence;
+   the separator and the messages come from the library. */
 function parse(text) {
-  const tokens = text.split(/\s+/).filter((t) => t !== "");
+  const tokens = text.split(SEPARATOR).filter((t) => t !== "");
   const example = keys[0] + values[values.length - 1] + " ? " + keys[0];
-  const range = (xs) => xs[0] + "–" + xs[xs.length - 1];
-  if (tokens.length === 0) { return { problem: "type the pairs, then ? and the key to look up, e.g. " + example }; }
+  const span = { keys: keys[0] + "–" + keys[keys.length - 1],
+                 values: values[0] + "–" + values[values.length - 1] };
+  if (tokens.length === 0) { return { problem: say("empty", { example: example }) }; }
   if (tokens.filter((t) => t === "?").length !== 1 || tokens.indexOf("?") !== tokens.length - 2) {
-    return { problem: "end the sequence with ? and one key to look up, e.g. " + example };
+    return { problem: say("no_query", { example: example }) };
   }
   const pairs = tokens.slice(0, -2), query = tokens[tokens.length - 1];
-  if (pairs.length === 0) { return { problem: "store at least one pair before ?" }; }
-  if (pairs.length > keys.length) {
-    return { problem: "at most " + keys.length + " pairs: there are " + keys.length +
-             " keys and each is stored once" };
-  }
+  if (pairs.length === 0) { return { problem: say("no_pair", {}) }; }
+  if (pairs.length > keys.length) { return { problem: say("too_many", { n: keys.length }) }; }
   const k = [], v = [];
   for (const tok of pairs) {
     let split = null;
@@ -26,22 +26,20 @@ function parse(text) {
       if (keys.includes(tok.slice(0, i)) && values.includes(tok.slice(i))) { split = [tok.slice(0, i), tok.slice(i)]; }
     }
     if (split === null) {
-      return { problem: '"' + tok + '" is not a pair: write a key ' + range(keys) +
-               " followed by a value " + range(values) + ", like " + keys[0] + values[values.length - 1] };
+      return { problem: say("not_pair", { token: tok, like: keys[0] + values[values.length - 1],
+                                         keys: span.keys, values: span.values }) };
     }
-    if (k.includes(keys.indexOf(split[0]))) {
-      return { problem: "the key " + split[0] + " is stored twice; each key may be stored once" };
-    }
+    if (k.includes(keys.indexOf(split[0]))) { return { problem: say("twice", { key: split[0] }) }; }
     k.push(keys.indexOf(split[0])); v.push(values.indexOf(split[1]));
   }
-  if (!keys.includes(query)) { return { problem: '"' + query + '" is not a key: look up one of ' + range(keys) }; }
+  if (!keys.includes(query)) { return { problem: say("not_key", { token: query, keys: span.keys }) }; }
   return { keys: k, values: v, query: keys.indexOf(query) };
 }
 function forward(s) {
   const X = s.keys.map((kk, j) => P.key_embed[kk].map((x, c) => x + P.value_embed[s.values[j]][c]));
-  const q = vecmat(P.query_embed[s.query], P.w_q).map((x) => x * inv);
+  const q = vecmat(P.query_embed[s.query], P.w_q);
   const K = X.map((x) => vecmat(x, P.w_k)), V = X.map((x) => vecmat(x, P.w_v));
-  const a = softmax(K.map((k) => dot(q, k)));
+  const a = softmax(scaledScores(q, K));
   const z = new Array(V[0].length).fill(0);
   a.forEach((aj, j) => { for (let c = 0; c < z.length; c++) { z[c] += aj * V[j][c]; } });
   const logits = vecmat(z, P.w_out).map((x, c) => x + P.b_out[c]);
@@ -51,27 +49,24 @@ function result(s, f) {
   const probs = softmax(f.logits);
   let best = 0;
   f.logits.forEach((x, c) => { if (x > f.logits[best]) { best = c; } });
-  let answer = "The model answers <strong>" + esc(values[best]) + "</strong> (probability " +
-    fmt(probs[best], 3) + "); ";
+  const slots = { answer: esc(values[best]), p: fmt(probs[best], 3), key: esc(keys[s.query]) };
   const at = s.keys.indexOf(s.query);
+  let answer;
   if (at >= 0) {
     const stored = values[s.values[at]];
-    answer += "the value stored with " + esc(keys[s.query]) + " is " + esc(stored) + ": " +
-      (stored === values[best] ? "right" : "wrong") + ".";
+    answer = fill("answer_stored", Object.assign({ stored: esc(stored),
+      verdict: stored === values[best] ? "right" : "wrong" }, slots));
   } else {
-    answer += "no pair holds the key " + esc(keys[s.query]) + ", so no answer is right.";
+    answer = fill("answer_absent", slots);
   }
   const rows = s.keys.map((kk, j) => barRow((j + 1) + " " + esc(keys[kk] + values[s.values[j]]) +
     (kk === s.query ? " (looked up)" : ""), f.weights[j], 3, null, kk === s.query ? "lc-mark" : ""));
-  return '<p class="lc-answer">' + answer + '</p>\n<p>Attention of the query <strong>? ' +
-    esc(keys[s.query]) + '</strong> over the stored pairs:</p>\n<table class="lc-weights"><thead>' +
-    '<tr><th scope="col">pair</th><th scope="col">weight</th><th scope="col" class="lc-num">a</th>' +
-    '</tr></thead><tbody>' + rows.join("") + '</tbody></table>';
+  return fill("retrieval_result", { answer: answer, key: esc(keys[s.query]), rows: rows.join("") });
 }
 function update() {
   const s = parse(field.value);
   if (s.problem) {
-    error.textContent = "Not a sequence the model reads: " + s.problem + ".";
+    error.textContent = fill("sequence_error", { problem: s.problem });
     field.setAttribute("aria-invalid", "true");
     out.hidden = true;
     return;
@@ -84,5 +79,4 @@ function update() {
 }
 activate();
 field.addEventListener("input", update);
-field.addEventListener("keydown", (e) => { if (e.key === "Enter") { update(); } });
 update();

@@ -1,4 +1,4 @@
-"""The browser-side controls of ``attention_lib.live_controls`` in headless Chromium.
+"""The browser-side controls of ``attention_lib.controls`` in headless Chromium.
 
 Each control's HTML is loaded on its own (``page.set_content``, no server), every control is
 moved by keyboard (focus, arrow keys, typing, Enter, Space), and what the page displays is
@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from chromium import ARGS, CHROMIUM, needs_chromium
+from controls_helpers import KINDS, causal_example
 
 import attention_lib as al
-from attention_lib import live_controls as lc
+from attention_lib import _validation
+from attention_lib import controls as lc
+from attention_lib.controls.saturation import MAX_D_K
 
 pytestmark = needs_chromium
 
@@ -95,11 +99,6 @@ def assert_shown(shown, expected, digits, what=""):
                                err_msg=what)
 
 
-def causal_example():
-    rng = np.random.default_rng(42)  # chapter 5's draw: Q, K, V in that order
-    return rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 6))
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A short training run (the forward pass is compared, not the model's quality)."""
@@ -109,17 +108,9 @@ def trained(tmp_path_factory):
 
 
 def builders(trained):
-    ex = al.examples.cat_sat_on()
-    return {
-        "saturation": lambda: lc.saturation_explorer(),
-        "query": lambda: lc.query_picker(ex),
-        "retrieval": lambda: lc.retrieval_playground(trained[1]),
-        "causal": lambda: lc.causal_stepper(*causal_example(), ex.tokens),
-        "proj": lambda: lc.projection_scale_explorer(ex),
-    }
+    from controls_helpers import builders as by_kind
 
-
-KINDS = ["saturation", "query", "retrieval", "causal", "proj"]
+    return by_kind(trained[1])
 
 
 # --- what every control must do --------------------------------------------------------------
@@ -129,7 +120,7 @@ def test_script_runs_and_every_control_has_a_visible_label(chromium, trained, ki
     c = Control(chromium, builders(trained)[kind]()._repr_html_())
     assert c.root.locator(".lc-static-note").count() == 0, "the script did not run"
     found = c.page.evaluate("""() => [...document.querySelectorAll(
-            '.lc-root input, .lc-root select, .lc-root button')]
+            '.lc-root input, .lc-root select, .lc-root button, .lc-root textarea')]
         .filter(el => el.offsetWidth > 0)
         .map(el => {
             const visible = l => l.offsetWidth > 0 && l.innerText.trim() !== '';
@@ -143,7 +134,7 @@ def test_script_runs_and_every_control_has_a_visible_label(chromium, trained, ki
     # Live now; only the division box waits while the tutorial's row (never divided) is shown.
     still = [f["cls"] for f in found if f["disabled"]]
     assert still == (["lc-divide"] if kind == "saturation" else []), f"{kind}: {still}"
-    assert c.root.locator("input, select, button").count() > 0
+    assert c.root.locator("input, select, button, textarea").count() > 0
     c.close()
 
 
@@ -158,7 +149,7 @@ def test_without_a_script_the_starting_values_and_the_note_show(chromium, traine
     assert "Trust Notebook" in root.locator(".lc-static-note").inner_text()
     weights = [float(t) for t in root.locator(".lc-weight, .lc-heat td").all_inner_texts()]
     assert weights and all(0.0 <= w <= 1.0 for w in weights) and max(weights) > 0
-    live = root.locator("input, select, button")
+    live = root.locator("input, select, button, textarea")
     assert all(live.nth(i).is_disabled() for i in range(live.count()))
     context.close()
 
@@ -332,14 +323,130 @@ def test_retrieval_playground_refuses_what_the_model_cannot_read(chromium, train
         with pytest.raises(ValueError) as info:
             lc.parse_retrieval_sequence(text, doc["vocabulary"])
         reason = str(info.value).split(": ", 1)[1]
-        c.type_into(".lc-seq", text)
+        c.type_into(".lc-seq", text, enter=False)
         message = c.root.locator(".lc-error").inner_text()
         assert message == f"Not a sequence the model reads: {reason}.", (text, message)
         assert c.root.locator(".lc-error").is_visible()
         assert not c.root.locator(".lc-result").is_visible(), text
         assert c.root.locator(".lc-seq").get_attribute("aria-invalid") == "true"
-    c.type_into(".lc-seq", SEQUENCES[0])
+    c.type_into(".lc-seq", SEQUENCES[0], enter=False)
     assert c.root.locator(".lc-result").is_visible() and not c.texts(".lc-error")[0]
+    c.close()
+
+
+# Separators as a reader may paste them: tabs, new lines, non-breaking and other Unicode
+# spaces, runs of them; and characters that look like a space but are none.
+SPACED = [
+    "c3\ta7\tf1 ? f", "c3\u00a0a7 ?\u00a0a", "c3\na7\n?\nc", "c3    a7   ?     a",
+    "\n\t c3 \u2003 a7\u3000?\u2009c \n", "c3\r\nb2\r\n? b", "c3\x1fa7\x85? a",
+    "\u202fc3\u205fa7\u1680? c\u2028", "c3\u200ba7 ? c", "c3\ufeffa7 ? c", "c3 a7\u00a0?c",
+]
+
+
+def test_retrieval_playground_splits_as_the_library_does(chromium, trained):
+    result, doc = trained
+    c = Control(chromium, lc.retrieval_playground(doc)._repr_html_())
+    field = c.root.locator(".lc-seq")
+    for text in SPACED:
+        field.fill(text)  # sets the text box's value as a paste would, then "input"
+        # a text box keeps every character but turns \r\n into \n (both separators)
+        assert field.input_value() == text.replace("\r\n", "\n"), repr(text)
+        try:
+            keys, values, query = lc.parse_retrieval_sequence(text, doc["vocabulary"])
+        except ValueError as e:
+            reason = str(e)[len(f"sequence={text!r}: "):]
+            message = c.root.locator(".lc-error").inner_text()
+            assert message == f"Not a sequence the model reads: {reason}.", repr(text)
+            assert not c.root.locator(".lc-result").is_visible(), repr(text)
+            continue
+        assert c.root.locator(".lc-result").is_visible(), repr(text)
+        assert not c.texts(".lc-error")[0], repr(text)
+        _, w = al.retrieval_forward(result.params, [keys], [values], [query])
+        np.testing.assert_allclose(c.exact(), w[0], rtol=0, atol=1e-6, err_msg=repr(text))
+    c.close()
+
+
+# --- no NaN or inf anywhere a builder's range reaches -----------------------------------------
+
+BAD_NUMBERS = re.compile(r"NaN|Infinity|e\+|e-\d")
+
+
+def assert_finite(c: Control, what: str) -> None:
+    text = c.root.inner_text()
+    assert not BAD_NUMBERS.search(text), f"{what}: {BAD_NUMBERS.findall(text)[:3]}"
+    exact = c.page.evaluate("""() => [...document.querySelectorAll('[data-exact]')]
+        .map(e => e.dataset.exact).filter(x => x !== '')""")
+    assert all(np.isfinite(json.loads(x)).all() for x in exact), what
+
+
+def test_saturation_explorer_at_the_ends_of_its_accepted_range(chromium):
+    scores = [1e3, -1e3, 0.5]
+    dims = (1, MAX_D_K)
+    largest = max(1e3, *(np.abs(al.saturation_scores(d, divide_by_sqrt_dk=False)).max()
+                         for d in dims))
+    top = _validation.LARGEST_SHOWN / largest
+    markup = lc.saturation_explorer(d_ks=dims, tutorial_scores=scores, scale_max=top,
+                                    step=top / 1e6, scale=top)._repr_html_()
+    c = Control(chromium, markup)
+    for value in (repr(top), "0", repr(top / 3)):
+        c.type_into(".lc-scale-number", value)
+        for row in range(len(dims) + 1):
+            c.root.locator(".lc-row").select_option(index=row)
+            assert_finite(c, f"c = {value}, row {row}")
+            if row:
+                c.press(".lc-divide", "Space")
+                assert_finite(c, f"c = {value}, row {row}, divide toggled")
+    c.press(".lc-scale", "End")
+    assert_finite(c, "slider at its end")
+    c.close()
+
+
+def test_projection_scale_explorer_at_the_end_of_its_accepted_range(chromium):
+    ex = al.examples.cat_sat_on()
+    q, k, _ = al.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v)
+    top = np.sqrt(_validation.LARGEST_SHOWN / max(1.0, np.abs(al.scaled_scores(q, k)).max()))
+    c = Control(chromium, lc.projection_scale_explorer(ex, scale_max=top,
+                                                      step=top / 1e4)._repr_html_())
+    for value in (repr(top), "0"):
+        c.type_into(".lc-scale-number", value)
+        assert_finite(c, f"c = {value}")
+    c.press(".lc-scale", "End")
+    assert_finite(c, "slider at its end")
+    c.close()
+
+
+def test_causal_stepper_and_query_picker_with_the_largest_numbers_accepted(chromium):
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(2, 4, 2)) * 1e7  # scores up to about 1e14
+    v = rng.normal(size=(4, 3)) * 1e14
+    c = Control(chromium, lc.causal_stepper(q, k, v)._repr_html_())
+    for _ in range(4):
+        assert_finite(c, "causal stepper")
+        c.press(".lc-next", "Enter")
+    c.close()
+    ex = al.examples.cat_sat_on()
+    big = SimpleNamespace(tokens=ex.tokens, x=np.asarray(ex.x) * 1e6, w_q=ex.w_q, w_k=ex.w_k,
+                          w_v=ex.w_v)
+    c = Control(chromium, lc.query_picker(big)._repr_html_())
+    for _ in range(4):
+        assert_finite(c, "query picker")
+        c.press(".lc-query", "ArrowDown")
+    c.close()
+
+
+def test_retrieval_playground_with_the_largest_scores_accepted(chromium, trained):
+    _, doc = trained
+    p = {n: np.asarray(x) for n, x in doc["params"].items()}
+    pairs = (p["key_embed"][:, None] + p["value_embed"][None]).reshape(-1, p["w_k"].shape[0])
+    q = p["query_embed"] @ p["w_q"] / np.sqrt(p["w_q"].shape[1])
+    factor = 0.9 * _validation.LARGEST_SHOWN / max(np.abs(q @ (pairs @ p["w_k"]).T).max(),
+                                               np.abs(q).max())
+    big = json.loads(json.dumps(doc))
+    big["params"]["w_q"] = (p["w_q"] * factor).tolist()
+    c = Control(chromium, lc.retrieval_playground(big)._repr_html_())
+    for text in SEQUENCES:
+        c.type_into(".lc-seq", text, enter=False)
+        assert_finite(c, text)
     c.close()
 
 

@@ -1,9 +1,22 @@
-/* Shared by the browser-side controls of attention_lib.live_controls (double precision,
-   the same operations in the same order as the numpy functions they mirror). */
+/* Shared by the browser-side controls of attention_lib.controls (double precision, the
+   same operations in the same order as the numpy functions they mirror). `root` is the
+   control's element; its data-* attributes hold the numbers and the markup templates. */
 const $ = (sel) => root.querySelector(sel);
 const $$ = (sel) => Array.from(root.querySelectorAll(sel));
 const DATA = (name) => JSON.parse(root.dataset[name]);
+const TEMPLATES = DATA("templates");
+const DARK_FROM = root.dataset.darkFrom === undefined ? null : DATA("darkFrom");
 
+/* `template` with its {name} slots filled in one pass, as attention_lib's
+   controls.element.fill; inserted text is never scanned again. */
+function fillText(template, values) {
+  return template.replace(/\{(\w+)\}/g, (m, key) => {
+    if (!(key in values)) { throw new Error("no value for {" + key + "} in " + template); }
+    return String(values[key]);
+  });
+}
+/* The template `name` of attention_lib.controls.element.TEMPLATES, filled. */
+function fill(name, values) { return fillText(TEMPLATES[name], values); }
 /* x.toFixed(d), without the sign of a negative number that rounds to zero. */
 function fmt(x, d) {
   const s = x.toFixed(d);
@@ -22,6 +35,13 @@ function vecmat(x, m) {
     for (let j = 0; j < out.length; j++) { out[j] += x[i] * m[i][j]; }
   }
   return out;
+}
+/* q . k_j / sqrt(d_k) for every key, the queries scaled first, as
+   attention_lib.attention.scaled_scores */
+function scaledScores(q, keys) {
+  const inv = 1 / Math.sqrt(q.length);
+  const qs = q.map((x) => x * inv);
+  return keys.map((k) => dot(qs, k));
 }
 /* softmax with the maximum subtracted first, as attention_lib.softmax */
 function softmax(z) {
@@ -43,29 +63,22 @@ function jacobianSizes(p) {
   }
   return { norm: Math.sqrt(sq), max: mx };
 }
-/* One table row: label, optional extra cell, a bar and the number. */
-function barRow(label, p, digits, extra, cls) {
-  return '<tr' + (cls ? ' class="' + cls + '"' : '') + '><th scope="row">' + label + '</th>' +
-    (extra === null ? '' : '<td class="lc-num lc-score">' + extra + '</td>') +
-    '<td class="lc-bar-cell"><div class="lc-track"><div class="lc-bar" style="width: ' +
-    (100 * p).toFixed(1) + '%"></div></div></td>' +
-    '<td class="lc-num lc-weight" data-exact="' + p + '">' + fmt(p, digits) + '</td></tr>';
+/* One row of a weights table (label already escaped; score null for none). */
+function barRow(label, p, digits, score, cls) {
+  return fill("bar_row", {
+    cls: cls, label: label, width: fmt(100 * p, 1), exact: p, weight: fmt(p, digits),
+    score: score === null ? "" : fill("score_cell", { score: score }) });
 }
-/* Cell colours of a heatmap: Blues from #f7fbff (0) to #08306b (1), text black or white,
-   whichever contrasts more. */
-function heatStyle(w) {
-  const lo = [247, 251, 255], hi = [8, 48, 107];
-  const rgb = lo.map((a, i) => Math.floor(a + (hi[i] - a) * w + 0.5));
-  const lin = rgb.map((c) => { c /= 255; return c <= 0.04045 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4); });
-  const L = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
-  const text = (L + 0.05) / 0.05 >= 1.05 / (L + 0.05) ? "#000000" : "#ffffff";
-  return "background: rgb(" + rgb.join(", ") + "); color: " + text;
+/* One heatmap cell of weight w. */
+function heatCell(w) {
+  return fill("heat_cell", { dark: w >= DARK_FROM ? " lc-dark" : "", w: fmt(w, 4),
+                             exact: w, weight: fmt(w, 3) });
 }
 /* The script runs: the note for script-less viewers goes, the controls come alive. */
 function activate() {
   const note = $(".lc-static-note");
   if (note) { note.remove(); }
-  $$("input, select, button").forEach((el) => { el.disabled = false; });
+  $$("input, select, button, textarea").forEach((el) => { el.disabled = false; });
 }
 /* A scale slider and a number field kept in step; onChange(c) gets every valid value. */
 function linkScale(slider, number, error, onChange) {
@@ -83,8 +96,7 @@ function linkScale(slider, number, error, onChange) {
     const c = valid(number.value);
     if (c === null) {
       if (final) {
-        error.textContent = "c must be a number from " + lo + " to " + hi + "; still showing c = " +
-          current + ".";
+        error.textContent = fill("scale_error", { lo: lo, hi: hi, c: current });
         number.setAttribute("aria-invalid", "true");
       }
       return;

@@ -19,9 +19,8 @@ function update(c) {
   $(".lc-logn").textContent = fmt(Math.log(p.length), 3);
   $(".lc-jnorm").textContent = fmt(jac.norm, 4);
   $(".lc-jmax").textContent = fmt(jac.max, 4);
-  $(".lc-formula").innerHTML = !random ? "c × s<sub>j</sub>, s = " + esc(row.label)
-    : divide.checked ? "c × q·k<sub>j</sub> / √d<sub>k</sub>, d<sub>k</sub> = " + row.d_k
-    : "c × q·k<sub>j</sub> (not divided), d<sub>k</sub> = " + row.d_k;
+  $(".lc-formula").innerHTML = !random ? fill("formula_tutorial", { scores: esc(row.label) })
+    : fill(divide.checked ? "formula_divided" : "formula_undivided", { d_k: row.d_k });
   root.dataset.weights = JSON.stringify(p);
 }
 activate();

@@ -1,0 +1,48 @@
+r"""Controls that run in the reader's browser, without a kernel, on the library's numbers.
+
+Each builder returns a :class:`ControlElement`: one self-contained HTML element (inline
+style and script, nothing loaded from elsewhere) whose numbers are computed by
+``attention_lib`` and embedded as JSON. Its script redoes the computation in double
+precision, with the same operations as the library, whenever a control moves, on the
+website as in JupyterLab, Binder and Colab once its cell has run. Every control is a native
+``<input>``, ``<select>``, ``<textarea>`` or ``<button>`` with a visible ``<label>``, so it
+works by keyboard. Before the script runs (an untrusted notebook strips scripts) the element
+shows the values at its starting position, computed here, the controls are disabled, and a
+note says how to make them move; the script removes the note.
+
+One module per control, its script beside it in ``assets/``:
+
+- :func:`saturation_explorer` (``saturation``): softmax saturation as the scale,
+  :math:`d_k` and the :math:`\sqrt{d_k}` division change (chapter 4);
+- :func:`query_picker` (``query``): one query of the "The cat sat on" walkthrough, its
+  scores, weights and the weighted sum of the values term by term (chapter 3);
+- :func:`projection_scale_explorer` (``projection``): the walkthrough's weights as ``W_Q``
+  and ``W_K`` are multiplied by a factor (chapter 3);
+- :func:`causal_stepper` (``causal``): causal generation step by step, the new query, the
+  keys it may use and the key-value cache (chapter 5);
+- :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 12 on
+  a sequence the reader types (:func:`parse_retrieval_sequence` reads it).
+
+``element`` holds what they share: :class:`ControlElement`, the markup templates that Python
+and the scripts both fill, the number formatting and the range checks.
+"""
+
+from __future__ import annotations
+
+from .causal import causal_stepper
+from .element import ControlElement
+from .projection import projection_scale_explorer
+from .query import query_picker
+from .retrieval import SEPARATOR, parse_retrieval_sequence, retrieval_playground
+from .saturation import saturation_explorer
+
+__all__ = [
+    "SEPARATOR",
+    "ControlElement",
+    "causal_stepper",
+    "parse_retrieval_sequence",
+    "projection_scale_explorer",
+    "query_picker",
+    "retrieval_playground",
+    "saturation_explorer",
+]

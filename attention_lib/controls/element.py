@@ -1,0 +1,249 @@
+"""The element every browser-side control is: :class:`ControlElement`, and its shared parts.
+
+A control is one self-contained HTML element (inline style and script, nothing loaded from
+elsewhere). Its root carries the library's numbers as JSON (``data-*`` attributes) and the
+markup of its repeated pieces, a table row with a bar, a heatmap cell, an error message, as
+templates (``data-templates``): strings with ``{name}`` slots. Python fills them for the
+values shown before the script runs (:func:`fill`), and the script fills the very same
+strings (``fill`` in ``assets/common.js``) whenever a control moves, so each piece of markup
+is written once. The JavaScript and CSS are files in ``attention_lib/controls/assets``, read
+with :mod:`importlib.resources`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["ControlElement"]
+
+#: On a control, tells JupyterLab not to take its arrow keys as notebook shortcuts.
+SUPPRESS_SHORTCUTS = 'data-lm-suppress-shortcuts="true"'
+
+#: Shown until the script runs (the script removes it).
+STATIC_NOTE = (
+    "The values above are for {state}. These controls work when their script runs: on the "
+    "website they do; in JupyterLab, run this cell (or File > Trust Notebook)."
+)
+
+# Heatmap cells: Blues from #f7fbff (weight 0) to #08306b (weight 1), mixed by CSS
+# (color-mix in sRGB, as a linear interpolation of the two colours).
+_HEAT_LO, _HEAT_HI = (247, 251, 255), (8, 48, 107)
+
+
+def _luminance(rgb: Sequence[float]) -> float:
+    lin = [c / 255 / 12.92 if c / 255 <= 0.04045 else ((c / 255 + 0.055) / 1.055) ** 2.4
+           for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _dark_from() -> float:
+    """The smallest weight whose cell contrasts more with white text than with black."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection: the luminance falls as the weight grows
+        w = (lo + hi) / 2
+        lum = _luminance([a + (b - a) * w for a, b in zip(_HEAT_LO, _HEAT_HI, strict=True)])
+        lo, hi = (w, hi) if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else (lo, w)
+    return hi
+
+
+#: Heatmap cells with at least this weight get white text (class ``lc-dark``).
+HEAT_DARK_FROM = _dark_from()
+
+#: The markup of every repeated piece, once. ``{name}`` slots hold text that is already
+#: escaped for HTML (the callers escape labels); see :func:`fill`.
+TEMPLATES: dict[str, str] = {
+    # a row of a weights table: label, an optional score cell, a bar and the weight
+    "bar_row": ('<tr class="{cls}"><th scope="row">{label}</th>{score}<td class="lc-bar-cell">'
+                '<div class="lc-track"><div class="lc-bar" style="width: {width}%"></div>'
+                '</div></td><td class="lc-num lc-weight" data-exact="{exact}">{weight}</td>'
+                '</tr>'),
+    "score_cell": '<td class="lc-num lc-score">{score}</td>',
+    # a heatmap cell, shaded by its weight w (CSS mixes the colour from --w)
+    "heat_cell": ('<td class="lc-heat-cell{dark}" style="--w: {w}" data-exact="{exact}">'
+                  '{weight}</td>'),
+    "heat_row": '<tr><th scope="row">{label}</th>{cells}</tr>',
+    # one term a_ij v_j of a weighted sum, and the sum so far
+    "term_item": ('<li><span>+ {a} × v<sub>{label}</sub> {v} = <span class="lc-vec lc-term">'
+                  '{term}</span></span><span>sum so far <span class="lc-vec lc-partial">'
+                  '{total}</span></span></li>'),
+    # the causal stepper: where it is, one chip per position, one cache line per position
+    "step_now": ('step t = {t} of {n}: the new token is <strong>{token}</strong> '
+                 '(position {t})'),
+    "token_chip": '<li class="{cls}">{j} {token}{tail}</li>',
+    "cache_item": ('<li><span>{j} {token}:</span> <span>k = <span class="lc-vec">{k}</span>'
+                   '</span> <span>v = <span class="lc-vec">{v}</span></span></li>'),
+    # the retrieval playground's answer and its table
+    "answer_stored": ('The model answers <strong>{answer}</strong> (probability {p}); the '
+                      'value stored with {key} is {stored}: {verdict}.'),
+    "answer_absent": ('The model answers <strong>{answer}</strong> (probability {p}); no pair '
+                      'holds the key {key}, so no answer is right.'),
+    "retrieval_result": ('<p class="lc-answer">{answer}</p>\n<p>Attention of the query '
+                         '<strong>? {key}</strong> over the stored pairs:</p>\n<table '
+                         'class="lc-weights"><thead><tr><th scope="col">pair</th><th '
+                         'scope="col">weight</th><th scope="col" class="lc-num">a</th></tr>'
+                         '</thead><tbody>{rows}</tbody></table>'),
+    # the saturation explorer's formula for the row shown
+    "formula_tutorial": "c × s<sub>j</sub>, s = {scores}",
+    "formula_divided": "c × q·k<sub>j</sub> / √d<sub>k</sub>, d<sub>k</sub> = {d_k}",
+    "formula_undivided": "c × q·k<sub>j</sub> (not divided), d<sub>k</sub> = {d_k}",
+    # error messages (shown as text)
+    "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
+    "sequence_error": "Not a sequence the model reads: {problem}.",
+}
+
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+def fill(template: str, **values: Any) -> str:
+    """``template`` with every ``{name}`` slot replaced by ``values[name]``, in one pass.
+
+    The script's ``fill`` does the same; inserted text is never scanned again.
+
+    Examples
+    --------
+    >>> fill("{a} and {b}", a="{b}", b=2)
+    '{b} and 2'
+    """
+    return _SLOT.sub(lambda m: str(values[m.group(1)]), template)
+
+
+def fmt(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals, as the script's ``fmt`` (no sign on a rounded zero)."""
+    s = f"{float(x):.{digits}f}"
+    return s[1:] if re.fullmatch(r"-0\.?0*", s) else s
+
+
+def vec(xs: ArrayLike, digits: int) -> str:
+    """A vector as ``[a, b, ...]``, as the script's ``vec``."""
+    return "[" + ", ".join(fmt(x, digits) for x in np.ravel(xs)) + "]"
+
+
+def bar_row(label: str, p: float, digits: int, score: str | None = None,
+            cls: str = "") -> str:
+    """One row of a weights table (``label`` already escaped), from the template.
+
+    Only rounded numbers go into the markup shown before the script runs, so that it does
+    not depend on the last bits of a computation (the script adds the exact values).
+    """
+    return fill(TEMPLATES["bar_row"], cls=cls, label=label, width=fmt(100 * p, 1),
+                exact="", weight=fmt(p, digits),
+                score="" if score is None else fill(TEMPLATES["score_cell"], score=score))
+
+
+def heat_cell(w: float) -> str:
+    """One heatmap cell of weight ``w``, from the template."""
+    return fill(TEMPLATES["heat_cell"], dark=" lc-dark" if w >= HEAT_DARK_FROM else "",
+                w=fmt(w, 4), exact="", weight=fmt(w, 3))
+
+
+def to_attr(obj: Any) -> str:
+    """``obj`` as JSON, escaped for a double-quoted HTML attribute."""
+    return html.escape(json.dumps(obj, separators=(",", ":")), quote=True)
+
+
+def floats(a: ArrayLike) -> Any:
+    """Nested lists of Python floats (``repr`` precision: JSON round-trips them exactly)."""
+    return np.asarray(a, dtype=np.float64).tolist()
+
+
+def uid(kind: str, *parts: Any) -> str:
+    """A stable id: the same arguments give the same id, different ones a different id."""
+    digest = hashlib.sha1(json.dumps([kind, *parts], default=str).encode()).hexdigest()[:10]
+    return f"lc-{kind}-{digest}"
+
+
+def asset(name: str) -> str:
+    """The text of a file in ``attention_lib/controls/assets`` (shipped in the wheel)."""
+    return (resources.files("attention_lib.controls").joinpath("assets", name)
+            .read_text(encoding="utf-8"))
+
+
+def check_title(title: Any) -> str:
+    if not isinstance(title, str):
+        raise TypeError(f"title={title!r}; expected a str")
+    return title
+
+
+def scale_fields(uid: str, label: str, value: float, scale_max: float, step: float) -> str:
+    """A slider and a number field for one factor, each with its visible label."""
+    common = f'min="0" max="{scale_max!r}" step="{step!r}" value="{value!r}" disabled'
+    return (f'<div class="lc-field"><label for="{uid}-scale">{label}</label>'
+            f'<input type="range" class="lc-scale" id="{uid}-scale" {common}></div>'
+            f'<div class="lc-field"><label for="{uid}-c">c =</label>'
+            f'<input type="number" class="lc-scale-number" id="{uid}-c" {common} '
+            f'autocomplete="off" aria-describedby="{uid}-err"></div>'
+            f'<p class="lc-error" id="{uid}-err" role="status" aria-live="polite"></p>')
+
+
+def labels(tokens: Any, n: int, name: str = "tokens") -> list[str]:
+    """One label per position: ``tokens`` as strings, or ``"1", "2", ...``."""
+    if tokens is None:
+        return [str(i + 1) for i in range(n)]
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
+        raise TypeError(f"{name}={tokens!r}; expected a sequence of {n} strings")
+    out = [str(t) for t in tokens]
+    if len(out) != n:
+        raise ValueError(f"{name} has {len(out)} entries; expected {n}, one per position")
+    return out
+
+
+class ControlElement:
+    """A browser-side control: one HTML element with its own style and script.
+
+    Displays as ``text/html`` in JupyterLab, Binder, Colab and on the website.
+
+    Parameters
+    ----------
+    markup : str
+        The complete, self-contained HTML.
+    alt : str
+        A plain-text description, shown where HTML is not rendered.
+
+    Examples
+    --------
+    >>> c = ControlElement("<div>a control</div>", "an example")
+    >>> c._repr_html_(), c
+    ('<div>a control</div>', <ControlElement: an example>)
+    """
+
+    def __init__(self, markup: str, alt: str) -> None:
+        self.markup = markup
+        self.alt = alt
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return f"<ControlElement: {self.alt}>"
+
+
+def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str, script: str, *,
+             state: str, alt: str, title: str, templates: Sequence[str] = ()
+             ) -> ControlElement:
+    """The element: root with its data and templates, style, title, body, note and script."""
+    data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
+    if templates and "heat_cell" in templates:
+        data["dark_from"] = HEAT_DARK_FROM
+    attrs = " ".join(f'data-{name.replace("_", "-")}="{to_attr(value)}"'
+                     for name, value in data.items())
+    js = ("(function () {\n"
+          f"const root = document.getElementById({json.dumps(uid)});\n"
+          'if (!root || root.dataset.ready) { return; }\nroot.dataset.ready = "1";\n'
+          + asset("common.js") + asset(script) + "})();")
+    # JupyterLab takes arrow keys as notebook shortcuts unless a control opts out.
+    body = re.sub(r"<(input|select|button|textarea)\b", rf"<\1 {SUPPRESS_SHORTCUTS}", body)
+    markup = (f'<div class="lc-root lc-{kind}" id="{uid}" {attrs}>\n'
+              f'<style>{asset("controls.css")}</style>\n'
+              f'<p class="lc-title">{html.escape(title)}</p>\n{body}\n'
+              f'<p class="lc-static-note"><em>{html.escape(STATIC_NOTE.format(state=state))}'
+              f'</em></p>\n<script>{js}</script>\n</div>')
+    return ControlElement(markup, alt)

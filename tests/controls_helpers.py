@@ -1,0 +1,74 @@
+"""Helpers shared by the tests of ``attention_lib.controls`` (not a test module)."""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+
+import attention_lib as al
+from attention_lib import controls
+
+
+class _Elements(HTMLParser):
+    """Every start tag with its attributes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def elements(markup: str) -> list[tuple[str, dict[str, str]]]:
+    parser = _Elements()
+    parser.feed(markup)
+    return parser.tags
+
+
+def data_json(markup: str, name: str):
+    return json.loads(html_lib.unescape(re.search(rf'data-{name}="([^"]*)"', markup).group(1)))
+
+
+def texts(markup: str, cls: str) -> list[str]:
+    """The text of the elements of class ``cls`` in the markup shown before any script runs."""
+    static = markup.split("<script>")[0]
+    return re.findall(rf'class="[^"]*\b{cls}\b[^"]*"[^>]*>([^<]*)<', static)
+
+
+def walkthrough_qkv():
+    ex = al.examples.cat_sat_on()
+    return ex, *al.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v)
+
+
+def causal_example():
+    rng = np.random.default_rng(42)  # chapter 5's draw: Q, K, V in that order
+    return rng.normal(size=(4, 8)), rng.normal(size=(4, 8)), rng.normal(size=(4, 6))
+
+
+def export_model(tmp_path_factory, steps: int = 200):
+    """A short training run, exported: (path, document, result)."""
+    result = al.train_retrieval(seed=0, steps=steps)
+    path = al.export_retrieval_model(result, tmp_path_factory.mktemp("model") / "m.json")
+    return path, json.loads(path.read_text()), result
+
+
+KINDS = ["saturation", "query", "retrieval", "causal", "proj"]
+SCRIPTS = {"saturation": "saturation.js", "query": "query.js", "retrieval": "retrieval.js",
+           "causal": "causal.js", "proj": "projection.js"}
+
+
+def builders(doc):
+    """A builder per kind of control, with its default arguments."""
+    ex = al.examples.cat_sat_on()
+    return {
+        "saturation": lambda: controls.saturation_explorer(),
+        "query": lambda: controls.query_picker(ex),
+        "retrieval": lambda: controls.retrieval_playground(doc),
+        "causal": lambda: controls.causal_stepper(*causal_example(), ex.tokens),
+        "proj": lambda: controls.projection_scale_explorer(ex),
+    }
