@@ -295,3 +295,103 @@ def check_attention_inputs(
     dtype = common_float_dtype(q, k, v)
     return (q.astype(dtype, copy=False), k.astype(dtype, copy=False),
             v.astype(dtype, copy=False), batch)
+
+
+# --------------------------------------------------------------------------------------
+# Sizes with a default, choices, generators, dtypes, square matrices
+# --------------------------------------------------------------------------------------
+
+__all__ += ["numeric_dtype", "one_of", "optional_positive_int", "random_generator",
+            "square_matrix"]
+
+
+def optional_positive_int(value: Any, name: str, default: int) -> int:
+    """``default`` when ``value`` is None, else ``value`` checked by :func:`positive_int`.
+
+    Examples
+    --------
+    >>> optional_positive_int(None, "d_ff", 4 * 8), optional_positive_int(16, "d_ff", 32)
+    (32, 16)
+    """
+    return int(default) if value is None else positive_int(value, name)
+
+
+def one_of(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of the strings ``choices``, or a ``ValueError`` listing them.
+
+    Examples
+    --------
+    >>> one_of("pre", "norm", ("pre", "post"))
+    'pre'
+    >>> one_of(["pre"], "norm", ("pre", "post"))
+    Traceback (most recent call last):
+        ...
+    ValueError: norm=['pre']; expected one of 'pre', 'post'
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r}; expected one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def random_generator(rng: Any, name: str = "rng", *,
+                     optional: bool = False) -> np.random.Generator:
+    """``rng`` if it is a ``numpy.random.Generator``, or a ``TypeError`` naming ``name``.
+
+    With ``optional``, None gives a fresh unseeded generator.
+
+    Examples
+    --------
+    >>> type(random_generator(None, optional=True)).__name__
+    'Generator'
+    >>> random_generator(0)
+    Traceback (most recent call last):
+        ...
+    TypeError: rng=0 (type int); expected a numpy.random.Generator, e.g. np.random.default_rng(0)
+    """
+    if rng is None and optional:
+        return np.random.default_rng()
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name}={rng!r} (type {type(rng).__name__}); expected a "
+                        "numpy.random.Generator, e.g. np.random.default_rng(0)")
+    return rng
+
+
+def numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """``dtype`` as a numeric numpy dtype (integer, float or complex), or a ``TypeError``.
+
+    ``None`` (which ``np.dtype`` silently reads as float64), ``str``, ``"U"``, ``bool``,
+    ``object``, dates and anything numpy cannot read as a dtype are refused.
+
+    Examples
+    --------
+    >>> numeric_dtype("float16"), numeric_dtype(np.int8)
+    (dtype('float16'), dtype('int8'))
+    >>> numeric_dtype(None)
+    Traceback (most recent call last):
+        ...
+    TypeError: dtype=None; expected a numeric numpy dtype such as np.float16 or np.float32
+    """
+    expected = "expected a numeric numpy dtype such as np.float16 or np.float32"
+    if dtype is None:
+        raise TypeError(f"{name}=None; {expected}")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{name}={dtype!r} is not a numpy dtype ({exc}); {expected}") from exc
+    if dt.kind not in "iufc":
+        raise TypeError(f"{name}={dtype!r} is dtype {dt} (kind {dt.kind!r}); {expected}")
+    return dt
+
+
+def square_matrix(w: Any, name: str) -> np.ndarray:
+    """``w`` as a real square 2-D array (its dtype kept), or an error naming ``name``.
+
+    Examples
+    --------
+    >>> square_matrix([[1, 2], [3, 4]], "w").shape
+    (2, 2)
+    """
+    a = as_real_array(w, name, min_ndim=2)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name} has {describe(a)}; expected a square (d, d) matrix")
+    return a
