@@ -301,8 +301,23 @@ def check_attention_inputs(
 # Sizes with a default, choices, generators, dtypes, square matrices
 # --------------------------------------------------------------------------------------
 
-__all__ += ["numeric_dtype", "one_of", "optional_positive_int", "random_generator",
-            "square_matrix"]
+__all__ += ["numeric_dtype", "one_of", "optional_positive_int", "positive_ints",
+            "random_generator", "square_matrix"]
+
+
+def positive_ints(**sizes: Any) -> tuple[int, ...]:
+    """Each keyword's value checked by :func:`positive_int` under its own name, in order.
+
+    Examples
+    --------
+    >>> positive_ints(n_q=4, n_k=np.int64(6))
+    (4, 6)
+    >>> positive_ints(n=3, d=0)
+    Traceback (most recent call last):
+        ...
+    ValueError: d=0; expected a positive integer
+    """
+    return tuple(positive_int(value, name) for name, value in sizes.items())
 
 
 def optional_positive_int(value: Any, name: str, default: int) -> int:
