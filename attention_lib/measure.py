@@ -69,7 +69,8 @@ def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
     Parameters
     ----------
     x, y : array_like, shape (m,)
-        Positive values, at least two distinct ``x``.
+        Positive values, at least two distinct ``x``; computed in float64
+        whatever their dtype.
 
     Returns
     -------
@@ -95,6 +96,8 @@ def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
     y = as_real_array(y, "y")
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x has {describe(x)} and y {describe(y)}; expected two equal 1-D arrays")
+    # float64 whatever the input: np.log of int8 is float16, and polyfit refuses float16
+    x, y = x.astype(np.float64), y.astype(np.float64)
     for name, a in (("x", x), ("y", y)):
         if (a <= 0).any():
             raise ValueError(f"{name} has non-positive values; a power law needs positive data")
