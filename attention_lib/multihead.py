@@ -22,7 +22,15 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe, positive_int
+from ._validation import (
+    as_bool_mask,
+    as_real_array,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    positive_int,
+    random_generator,
+)
 from .attention import scaled_dot_product_attention
 
 __all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
@@ -175,7 +183,8 @@ class MultiHeadAttention:
     variance too. There are no bias terms, so the layer has exactly
     :math:`4 d_{\text{model}}^2` parameters whatever the number of heads.
     The weights are stored in float64 and cast to the input's floating
-    dtype on every call (float32 stays float32).
+    dtype on every call (float32 stays float32; float16 is computed in float32
+    and returned as float16).
 
     Examples
     --------
@@ -198,13 +207,7 @@ class MultiHeadAttention:
         d_model = positive_int(d_model, "d_model")
         num_heads = positive_int(num_heads, "num_heads")
         d_head = _check_divisible(d_model, num_heads)
-        if rng is None:
-            rng = np.random.default_rng()
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(
-                f"rng={rng!r} (type {type(rng).__name__}); expected a numpy.random.Generator, "
-                "e.g. np.random.default_rng(0)"
-            )
+        rng = random_generator(rng, optional=True)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_head = d_head
@@ -322,10 +325,11 @@ class MultiHeadAttention:
         if mask is not None:
             head_mask = self._head_mask(mask, batch, n_q, n_k)
 
-        dtype = common_float_dtype(x, context)
-        w = self._weights(dtype)
-        x = x.astype(dtype, copy=False)
-        context = context.astype(dtype, copy=False)
+        dtype = common_float_dtype(x, context)  # of the result: float32 stays float32
+        work = compute_dtype(dtype)  # float16 is computed in float32
+        w = self._weights(work)
+        x = x.astype(work, copy=False)
+        context = context.astype(work, copy=False)
 
         h = self.num_heads
         q = split_heads(x @ w["W_Q"], h)  # (..., n_q, d_model) -> (..., h, n_q, d_head)
@@ -336,7 +340,7 @@ class MultiHeadAttention:
         )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
         concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
         output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
-        return output, weights
+        return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
     def _check_last_axis(self, a: np.ndarray, name: str) -> None:
         if a.shape[-1] != self.d_model:
