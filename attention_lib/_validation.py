@@ -410,3 +410,38 @@ def square_matrix(w: Any, name: str) -> np.ndarray:
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise ValueError(f"{name} has {describe(a)}; expected a square (d, d) matrix")
     return a
+
+
+# --------------------------------------------------------------------------------------
+# Rows with nothing to attend to
+# --------------------------------------------------------------------------------------
+
+__all__ += ["raise_if_fully_masked"]
+
+
+def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
+                          also: str = "") -> None:
+    """Raise ``ValueError`` when ``empty`` (True = a row the mask leaves nothing to attend
+    to) has a True entry, listing the first ten by index.
+
+    ``what`` names the rows and what they lack (``"query row(s) with no key"``), ``where``
+    what the index counts (``"(..., query) "``), ``also`` the end of the message (what else
+    ``fully_masked='zero'`` does, or what else to do).
+
+    Examples
+    --------
+    >>> raise_if_fully_masked(np.array([False, True]), "row(s) with nothing",
+    ...                       also=", or fix the mask")
+    Traceback (most recent call last):
+        ...
+    ValueError: mask leaves 1 row(s) with nothing to attend to, at index (1,); their softmax is undefined. Pass fully_masked='zero' to give them zero weights, or fix the mask
+    """  # noqa: E501
+    count = int(np.count_nonzero(empty))
+    if not count:
+        return
+    rows = [tuple(int(i) for i in idx) for idx in np.argwhere(empty)[:10]]
+    shown = ", ".join(map(str, rows)) + (" ..." if count > 10 else "")
+    raise ValueError(
+        f"mask leaves {count} {what} to attend to, at {where}index {shown}; "
+        f"their softmax is undefined. Pass fully_masked='zero' to give them zero weights{also}"
+    )
