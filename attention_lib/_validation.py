@@ -445,3 +445,27 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
         f"mask leaves {count} {what} to attend to, at {where}index {shown}; "
         f"their softmax is undefined. Pass fully_masked='zero' to give them zero weights{also}"
     )
+
+
+# --------------------------------------------------------------------------------------
+# Token rows of a model width
+# --------------------------------------------------------------------------------------
+
+__all__ += ["token_rows"]
+
+
+def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:
+    """``a`` as a real array of shape (..., n, d_model), or an error naming ``name``.
+
+    Examples
+    --------
+    >>> token_rows(np.ones((3, 4)), "memory", 8)
+    Traceback (most recent call last):
+        ...
+    ValueError: memory has last axis 4 (shape (3, 4), dtype float64); expected d_model=8, i.e. shape (..., n, 8)
+    """  # noqa: E501
+    a = as_real_array(a, name, min_ndim=2)
+    if a.shape[-1] != d_model:
+        raise ValueError(f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected "
+                         f"d_model={d_model}, i.e. shape (..., n, {d_model})")
+    return a

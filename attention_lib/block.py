@@ -39,6 +39,7 @@ from ._validation import (
     positive_int,
     random_generator,
     real_number,
+    token_rows,
 )
 from .multihead import MultiHeadAttention
 
@@ -359,7 +360,7 @@ class TransformerBlock:
         >>> y.shape, w["cross"].shape
         ((3, 8), (2, 3, 6))
         """
-        xa = self._rows(x, "x")
+        xa = token_rows(x, "x", self.d_model)
         if (memory is None) != (self.cross_attn is None):
             raise ValueError(
                 "memory is " + ("None" if memory is None else "given")
@@ -374,7 +375,7 @@ class TransformerBlock:
         weights: dict[str, np.ndarray] = {}
         sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
         if self.cross_attn is not None:
-            mem = self._rows(memory, "memory").astype(work, copy=False)
+            mem = token_rows(memory, "memory", self.d_model).astype(work, copy=False)
             try:
                 np.broadcast_shapes(xa.shape[:-2], mem.shape[:-2])
             except ValueError:
@@ -394,13 +395,6 @@ class TransformerBlock:
             if w is not None:
                 weights[name] = w.astype(dtype, copy=False)
         return xa.astype(dtype, copy=False), weights
-
-    def _rows(self, a: ArrayLike, name: str) -> np.ndarray:
-        """``a`` as an array of shape (..., n, d_model), or a ValueError naming ``name``."""
-        a = as_real_array(a, name, min_ndim=2)
-        if a.shape[-1] != self.d_model:
-            raise ValueError(f"{name} has {describe(a)}; expected shape (..., n, {self.d_model})")
-        return a
 
 
 def block_parameter_count(

@@ -30,6 +30,7 @@ from ._validation import (
     describe,
     positive_int,
     random_generator,
+    token_rows,
 )
 from .attention import scaled_dot_product_attention
 
@@ -306,13 +307,8 @@ class MultiHeadAttention:
                [0.5       , 0.5       , 0.        ],
                [0.33333334, 0.33333334, 0.33333334]], dtype=float32)
         """
-        x = as_real_array(x, "x", min_ndim=2)
-        self._check_last_axis(x, "x")
-        if context is None:
-            context = x
-        else:
-            context = as_real_array(context, "context", min_ndim=2)
-            self._check_last_axis(context, "context")
+        x = token_rows(x, "x", self.d_model)
+        context = x if context is None else token_rows(context, "context", self.d_model)
         n_q, n_k = x.shape[-2], context.shape[-2]
         try:
             batch = np.broadcast_shapes(x.shape[:-2], context.shape[:-2])
@@ -341,13 +337,6 @@ class MultiHeadAttention:
         concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
         output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
         return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
-
-    def _check_last_axis(self, a: np.ndarray, name: str) -> None:
-        if a.shape[-1] != self.d_model:
-            raise ValueError(
-                f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected d_model="
-                f"{self.d_model}, i.e. shape (..., n, {self.d_model})"
-            )
 
     def _head_mask(
         self, mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
