@@ -451,7 +451,21 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
 # Token rows of a model width
 # --------------------------------------------------------------------------------------
 
-__all__ += ["token_rows"]
+__all__ += ["broadcast_shape", "token_rows"]
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``shapes`` broadcast to, or None where numpy cannot broadcast them.
+
+    Examples
+    --------
+    >>> broadcast_shape((2, 1, 4), (3, 1)), broadcast_shape((2,), (3,))
+    ((2, 3, 4), None)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
 
 
 def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:

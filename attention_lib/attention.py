@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    broadcast_shape,
     check_attention_inputs,
     check_causal_sizes,
     check_flag,
@@ -184,10 +185,7 @@ def _combined_mask(
     if mask is not None:
         allowed = as_bool_mask(mask)
         target = (*batch, n_q, n_k)
-        try:
-            shape = np.broadcast_shapes(target, allowed.shape)
-        except ValueError:
-            shape = None
+        shape = broadcast_shape(target, allowed.shape)
         if shape is None or shape[-2:] != (n_q, n_k):
             raise ValueError(
                 f"mask has {describe(allowed)}; expected a shape broadcastable to the scores "

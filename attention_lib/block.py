@@ -29,6 +29,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import (
     as_real_array,
+    broadcast_shape,
     check_flag,
     common_float_dtype,
     compute_dtype,
@@ -376,13 +377,11 @@ class TransformerBlock:
         sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
         if self.cross_attn is not None:
             mem = token_rows(memory, "memory", self.d_model).astype(work, copy=False)
-            try:
-                np.broadcast_shapes(xa.shape[:-2], mem.shape[:-2])
-            except ValueError:
+            if broadcast_shape(xa.shape[:-2], mem.shape[:-2]) is None:
                 raise ValueError(
                     f"memory has {describe(mem)}, whose leading (batch) axes do not broadcast "
                     f"with those of x {xa.shape[:-2]}; expected shapes numpy can broadcast"
-                ) from None
+                )
             sublayers.append(("cross", lambda h: self.cross_attn(h, mem)))
         sublayers.append(("ffn", lambda h: (feed_forward(h, *ffn), None)))
         for (name, sublayer), (gamma, beta) in zip(sublayers, norms, strict=True):

@@ -23,13 +23,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    as_real_array,
-    common_float_dtype,
-    compute_dtype,
-    describe,
-    normalise_axis,
-)
+from ._validation import as_real_array, common_float_dtype, compute_dtype, describe, normalise_axis
 from .attention import attend, prepare_attention
 
 __all__ = ["attention_backward", "softmax_vjp"]

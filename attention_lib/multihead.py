@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    broadcast_shape,
     common_float_dtype,
     compute_dtype,
     describe,
@@ -310,13 +311,12 @@ class MultiHeadAttention:
         x = token_rows(x, "x", self.d_model)
         context = x if context is None else token_rows(context, "context", self.d_model)
         n_q, n_k = x.shape[-2], context.shape[-2]
-        try:
-            batch = np.broadcast_shapes(x.shape[:-2], context.shape[:-2])
-        except ValueError:
+        batch = broadcast_shape(x.shape[:-2], context.shape[:-2])
+        if batch is None:
             raise ValueError(
                 f"the leading (batch) axes of x {x.shape[:-2]} and context "
                 f"{context.shape[:-2]} do not broadcast; expected shapes numpy can broadcast"
-            ) from None
+            )
         head_mask = None
         if mask is not None:
             head_mask = self._head_mask(mask, batch, n_q, n_k)
@@ -351,11 +351,7 @@ class MultiHeadAttention:
         h = self.num_heads
         per_head = m.ndim == len(batch) + 3
         target = (*batch, h, n_q, n_k) if per_head else (*batch, n_q, n_k)
-        try:
-            shape = np.broadcast_shapes(target, m.shape)
-        except ValueError:
-            shape = None
-        if shape != target:
+        if broadcast_shape(target, m.shape) != target:
             raise ValueError(
                 f"mask has {describe(m)}; expected a shape broadcastable to the scores "
                 f"(..., n_q, n_k) = {(*batch, n_q, n_k)} (one mask shared by all heads) or "

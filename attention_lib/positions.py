@@ -24,6 +24,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import (
     as_real_array,
+    broadcast_shape,
     common_float_dtype,
     compute_dtype,
     describe,
@@ -227,11 +228,7 @@ def apply_rotary(
                 f"positions has {describe(pa)}; expected one position per row of x, "
                 f"shape (n,) or (..., n) with n={n}"
             )
-        try:
-            fits = np.broadcast_shapes(pa.shape, xa.shape[:-1]) == xa.shape[:-1]
-        except ValueError:
-            fits = False
-        if not fits:
+        if broadcast_shape(pa.shape, xa.shape[:-1]) != xa.shape[:-1]:
             raise ValueError(
                 f"positions has {describe(pa)}, which does not broadcast to the rows of x "
                 f"{xa.shape[:-1]}; expected a shape broadcastable to (..., n)"

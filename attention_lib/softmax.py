@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    broadcast_shape,
     check_fully_masked,
     common_float_dtype,
     compute_dtype,
@@ -78,12 +79,9 @@ def softmax(
     allowed = None
     if mask is not None:
         allowed = as_bool_mask(mask)
-        try:
-            shape = np.broadcast_shapes(a.shape, allowed.shape)
-        except ValueError:
-            raise ValueError(
-                f"mask ({describe(allowed)}) does not broadcast to x ({describe(a)})"
-            ) from None
+        shape = broadcast_shape(a.shape, allowed.shape)
+        if shape is None:
+            raise ValueError(f"mask ({describe(allowed)}) does not broadcast to x ({describe(a)})")
         # `axis` refers to x; a mask with more dimensions adds leading axes in front of it.
         ax += len(shape) - a.ndim
     weights, empty = stable_softmax(a, ax, allowed)
