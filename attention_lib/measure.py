@@ -54,6 +54,8 @@ def best_time(
     """
     if not callable(fn):
         raise TypeError(f"fn is {type(fn).__name__}; expected a callable with no arguments")
+    if not callable(timer):
+        raise TypeError(f"timer is {type(timer).__name__}; expected a callable returning seconds")
     repeat = positive_int(repeat, "repeat")
     best = float("inf")
     for _ in range(repeat):

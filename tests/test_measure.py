@@ -153,3 +153,10 @@ def test_power_law_fit_of_small_dtypes(dtype):
 def test_power_law_fit_names_the_original_dtype():
     with pytest.raises(ValueError, match=r"^x has shape \(2,\), dtype int8 and y shape \(3,\)"):
         al.power_law_fit(np.array([1, 2], dtype=np.int8), [1.0, 2.0, 3.0])
+
+
+def test_best_time_needs_callables():
+    with pytest.raises(TypeError, match="^fn is int"):
+        al.best_time(3)
+    with pytest.raises(TypeError, match="^timer is float"):
+        al.best_time(lambda: None, timer=1.0)
