@@ -107,6 +107,8 @@ def _mismatch(answer: Any, expected: Any, rtol: float, atol: float, *, word_rule
     ``word_rule``: a string is compared ignoring case and spacing (a whole answer), or
     exactly (a word inside a tuple).
     """
+    if isinstance(expected, np.ndarray) and expected.dtype.kind in "US" and expected.ndim:
+        expected = expected.tolist()  # words: compared item by item, as a list of words
     if isinstance(expected, str):
         if not isinstance(answer, str):
             return f"expected a word or phrase, got {_kind(answer)}"

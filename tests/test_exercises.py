@@ -90,6 +90,8 @@ WRONG = [
     (3, "cat", "expected a word or phrase, got int"),
     (((4, 3), (4,)), ((4, 3), (4, 3)), "got a ragged tuple"),
     (((4, 3), (4,)), ((4, 3), (4, 3, 1)), "item 1: expected shape (3,), got (1,)"),
+    ("on", np.array(["sat", "on"]), "expected a tuple of 2 items"),
+    (("on", "sat"), np.array(["sat", "on"]), ""),
 ]
 
 
@@ -124,6 +126,8 @@ RIGHT = [
     (" More ", "more"),
     ([True, False], np.array([True, False])),
     ([True, False], [True, False]),
+    (("sat", "on"), np.array(["sat", "on"])),  # an array of words as the expected answer
+    (np.str_("cat"), "cat"),
 ]
 
 
