@@ -142,7 +142,8 @@ def attention_backward(
     dk : numpy.ndarray, shape of ``k``
     dv : numpy.ndarray, shape of ``v``
         An input whose leading axes were broadcast gets its gradient summed
-        back over those axes (as every autodiff framework does).
+        back over those axes (as every autodiff framework does). float32 stays
+        float32; float16 is computed in float32 and returned as float16.
 
     Notes
     -----

@@ -20,6 +20,8 @@ Index ``t`` of an array holds position ``t + 1`` of the maths: ``h[0]`` is
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -108,7 +110,8 @@ def recurrent_matrix(d_h: int, radius: float, rng: np.random.Generator) -> np.nd
     return w0 * (radius / spectral_radius(w0))
 
 
-def _scan(step, initial: np.ndarray, inputs: np.ndarray, out: np.ndarray) -> np.ndarray:
+def _scan(step: Callable[[np.ndarray, np.ndarray], np.ndarray], initial: np.ndarray,
+          inputs: np.ndarray, out: np.ndarray) -> np.ndarray:
     """``out[t] = step(out[t - 1], inputs[t])``, with ``initial`` before ``out[0]``.
 
     The one sequential loop of this module: step ``t`` needs the result of step ``t - 1``.
