@@ -38,6 +38,7 @@ from ._validation import (
     one_of,
     optional_positive_int,
     positive_int,
+    positive_ints,
     random_generator,
     real_number,
     token_rows,
@@ -477,9 +478,7 @@ def gpt_parameter_count(
     >>> gpt_parameter_count(12, 768, 50257, 1024)  # GPT-2 small
     124439808
     """
-    n_layers = positive_int(n_layers, "n_layers")
-    d = positive_int(d_model, "d_model")
-    vocab_size = positive_int(vocab_size, "vocab_size")
-    context = positive_int(context, "context")
+    n_layers, d, vocab_size, context = positive_ints(n_layers=n_layers, d_model=d_model,
+                                                     vocab_size=vocab_size, context=context)
     blocks = n_layers * block_parameter_count(d, d_ff)
     return blocks + (vocab_size + context) * d + 2 * d
