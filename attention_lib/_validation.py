@@ -451,7 +451,28 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
 # Token rows of a model width
 # --------------------------------------------------------------------------------------
 
-__all__ += ["broadcast_shape", "token_rows"]
+__all__ += ["broadcast_shape", "head_size", "token_rows"]
+
+
+def head_size(d_model: int, num_heads: int) -> int:
+    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide.
+
+    Examples
+    --------
+    >>> head_size(12, 3)
+    4
+    >>> head_size(8, 3)
+    Traceback (most recent call last):
+        ...
+    ValueError: d_model=8 is not divisible by num_heads=3; every head gets d_model / num_heads features, so expected a d_model that is a multiple of 3
+    """  # noqa: E501
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
+            f"gets d_model / num_heads features, so expected a d_model that is a "
+            f"multiple of {num_heads}"
+        )
+    return d_model // num_heads
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:

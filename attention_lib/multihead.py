@@ -29,6 +29,7 @@ from ._validation import (
     common_float_dtype,
     compute_dtype,
     describe,
+    head_size,
     positive_int,
     random_generator,
     token_rows,
@@ -38,17 +39,6 @@ from .attention import scaled_dot_product_attention
 __all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
-
-
-def _check_divisible(d_model: int, num_heads: int) -> int:
-    """``d_model // num_heads``, or a ValueError naming both."""
-    if d_model % num_heads:
-        raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
-            f"gets d_model / num_heads features, so expected a d_model that is a "
-            f"multiple of {num_heads}"
-        )
-    return d_model // num_heads
 
 
 def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
@@ -93,7 +83,7 @@ def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
     num_heads = positive_int(num_heads, "num_heads")
     *lead, n, d_model = x.shape
     try:
-        d_head = _check_divisible(d_model, num_heads)
+        d_head = head_size(d_model, num_heads)
     except ValueError:
         raise ValueError(
             f"x has last axis d_model={d_model} ({describe(x)}), which is not divisible by "
@@ -208,7 +198,7 @@ class MultiHeadAttention:
     ) -> None:
         d_model = positive_int(d_model, "d_model")
         num_heads = positive_int(num_heads, "num_heads")
-        d_head = _check_divisible(d_model, num_heads)
+        d_head = head_size(d_model, num_heads)
         rng = random_generator(rng, optional=True)
         self.d_model = d_model
         self.num_heads = num_heads
