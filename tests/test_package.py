@@ -29,6 +29,8 @@ def eagerly_imported_modules() -> list[str]:
 def test_all_is_the_union_of_the_submodules_lists():
     modules = [sys.modules[m] for m in eagerly_imported_modules() if m != "attention_lib.examples"]
     assert len(modules) >= 10  # softmax, attention, ..., block: the numpy core
+    lacking = [m.__name__ for m in modules if not isinstance(getattr(m, "__all__", None), list)]
+    assert not lacking, f"public modules without an __all__ list: {lacking}"
     union = [n for m in modules for n in m.__all__]
     assert len(union) == len(set(union)), "two submodules export the same name"
     assert set(al.__all__) - NAMESPACES == set(union)
