@@ -140,6 +140,9 @@ def cpu_description(cpuinfo: str | None = None) -> dict[str, str]:
     >>> cpu_description("model name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
     {'cpu_model': 'Some CPU', 'simd': 'AVX2'}
     """
+    if cpuinfo is not None and not isinstance(cpuinfo, str):
+        raise TypeError(f"cpuinfo is {type(cpuinfo).__name__}; expected the text of "
+                        "/proc/cpuinfo as a str, or None to read it")
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo", encoding="utf-8") as f:

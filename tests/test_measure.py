@@ -160,3 +160,8 @@ def test_best_time_needs_callables():
         al.best_time(3)
     with pytest.raises(TypeError, match="^timer is float"):
         al.best_time(lambda: None, timer=1.0)
+
+
+def test_cpu_description_needs_text():
+    with pytest.raises(TypeError, match="^cpuinfo is bytes"):
+        al.cpu_description(b"model name\t: Some CPU\n")
