@@ -532,3 +532,211 @@ def scale_range(scale: Any, scale_max: Any, step: Any, *, largest: float, power:
         raise ValueError(f"step={step!r}; expected a step from scale_max / {MAX_STEPS:g} = "
                          f"{hi / MAX_STEPS:.3g} to scale_max = {hi!r}")
     return c0, hi, step
+
+# --------------------------------------------------------------------------------------
+# Sizes with a default, choices, generators, dtypes, square matrices
+# --------------------------------------------------------------------------------------
+
+__all__ += ["numeric_dtype", "one_of", "optional_positive_int", "positive_ints",
+            "random_generator", "square_matrix"]
+
+
+def positive_ints(**sizes: Any) -> tuple[int, ...]:
+    """Each keyword's value checked by :func:`positive_int` under its own name, in order.
+
+    Examples
+    --------
+    >>> positive_ints(n_q=4, n_k=np.int64(6))
+    (4, 6)
+    >>> positive_ints(n=3, d=0)
+    Traceback (most recent call last):
+        ...
+    ValueError: d=0; expected a positive integer
+    """
+    return tuple(positive_int(value, name) for name, value in sizes.items())
+
+
+def optional_positive_int(value: Any, name: str, default: int) -> int:
+    """``default`` when ``value`` is None, else ``value`` checked by :func:`positive_int`.
+
+    Examples
+    --------
+    >>> optional_positive_int(None, "d_ff", 4 * 8), optional_positive_int(16, "d_ff", 32)
+    (32, 16)
+    """
+    return int(default) if value is None else positive_int(value, name)
+
+
+def one_of(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of the strings ``choices``, or a ``ValueError`` listing them.
+
+    Examples
+    --------
+    >>> one_of("pre", "norm", ("pre", "post"))
+    'pre'
+    >>> one_of(["pre"], "norm", ("pre", "post"))
+    Traceback (most recent call last):
+        ...
+    ValueError: norm=['pre']; expected one of 'pre', 'post'
+    """
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name}={value!r}; expected one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def random_generator(rng: Any, name: str = "rng", *,
+                     optional: bool = False) -> np.random.Generator:
+    """``rng`` if it is a ``numpy.random.Generator``, or a ``TypeError`` naming ``name``.
+
+    With ``optional``, None gives a fresh unseeded generator.
+
+    Examples
+    --------
+    >>> type(random_generator(None, optional=True)).__name__
+    'Generator'
+    >>> random_generator(0)
+    Traceback (most recent call last):
+        ...
+    TypeError: rng=0 (type int); expected a numpy.random.Generator, e.g. np.random.default_rng(0)
+    """
+    if rng is None and optional:
+        return np.random.default_rng()
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name}={rng!r} (type {type(rng).__name__}); expected a "
+                        "numpy.random.Generator, e.g. np.random.default_rng(0)")
+    return rng
+
+
+def numeric_dtype(dtype: Any, name: str = "dtype") -> np.dtype:
+    """``dtype`` as a numeric numpy dtype (integer, float or complex), or a ``TypeError``.
+
+    ``None`` (which ``np.dtype`` silently reads as float64), ``str``, ``"U"``, ``bool``,
+    ``object``, dates and anything numpy cannot read as a dtype are refused.
+
+    Examples
+    --------
+    >>> numeric_dtype("float16"), numeric_dtype(np.int8)
+    (dtype('float16'), dtype('int8'))
+    >>> numeric_dtype(None)
+    Traceback (most recent call last):
+        ...
+    TypeError: dtype=None; expected a numeric numpy dtype such as np.float16 or np.float32
+    """
+    expected = "expected a numeric numpy dtype such as np.float16 or np.float32"
+    if dtype is None:
+        raise TypeError(f"{name}=None; {expected}")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError as exc:
+        raise TypeError(f"{name}={dtype!r} is not a numpy dtype ({exc}); {expected}") from exc
+    if dt.kind not in "iufc":
+        raise TypeError(f"{name}={dtype!r} is dtype {dt} (kind {dt.kind!r}); {expected}")
+    return dt
+
+
+def square_matrix(w: Any, name: str) -> np.ndarray:
+    """``w`` as a real square 2-D array (its dtype kept), or an error naming ``name``.
+
+    Examples
+    --------
+    >>> square_matrix([[1, 2], [3, 4]], "w").shape
+    (2, 2)
+    """
+    a = as_real_array(w, name, min_ndim=2)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"{name} has {describe(a)}; expected a square (d, d) matrix")
+    return a
+
+
+# --------------------------------------------------------------------------------------
+# Rows with nothing to attend to
+# --------------------------------------------------------------------------------------
+
+__all__ += ["raise_if_fully_masked"]
+
+
+def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
+                          also: str = "") -> None:
+    """Raise ``ValueError`` when ``empty`` (True = a row the mask leaves nothing to attend
+    to) has a True entry, listing the first ten by index.
+
+    ``what`` names the rows and what they lack (``"query row(s) with no key"``), ``where``
+    what the index counts (``"(..., query) "``), ``also`` the end of the message (what else
+    ``fully_masked='zero'`` does, or what else to do).
+
+    Examples
+    --------
+    >>> raise_if_fully_masked(np.array([False, True]), "row(s) with nothing",
+    ...                       also=", or fix the mask")
+    Traceback (most recent call last):
+        ...
+    ValueError: mask leaves 1 row(s) with nothing to attend to, at index (1,); their softmax is undefined. Pass fully_masked='zero' to give them zero weights, or fix the mask
+    """  # noqa: E501
+    count = int(np.count_nonzero(empty))
+    if not count:
+        return
+    rows = [tuple(int(i) for i in idx) for idx in np.argwhere(empty)[:10]]
+    shown = ", ".join(map(str, rows)) + (" ..." if count > 10 else "")
+    raise ValueError(
+        f"mask leaves {count} {what} to attend to, at {where}index {shown}; "
+        f"their softmax is undefined. Pass fully_masked='zero' to give them zero weights{also}"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# Token rows of a model width
+# --------------------------------------------------------------------------------------
+
+__all__ += ["broadcast_shape", "head_size", "token_rows"]
+
+
+def head_size(d_model: int, num_heads: int) -> int:
+    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide.
+
+    Examples
+    --------
+    >>> head_size(12, 3)
+    4
+    >>> head_size(8, 3)
+    Traceback (most recent call last):
+        ...
+    ValueError: d_model=8 is not divisible by num_heads=3; every head gets d_model / num_heads features, so expected a d_model that is a multiple of 3
+    """  # noqa: E501
+    if d_model % num_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
+            f"gets d_model / num_heads features, so expected a d_model that is a "
+            f"multiple of {num_heads}"
+        )
+    return d_model // num_heads
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``shapes`` broadcast to, or None where numpy cannot broadcast them.
+
+    Examples
+    --------
+    >>> broadcast_shape((2, 1, 4), (3, 1)), broadcast_shape((2,), (3,))
+    ((2, 3, 4), None)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        return None
+
+
+def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:
+    """``a`` as a real array of shape (..., n, d_model), or an error naming ``name``.
+
+    Examples
+    --------
+    >>> token_rows(np.ones((3, 4)), "memory", 8)
+    Traceback (most recent call last):
+        ...
+    ValueError: memory has last axis 4 (shape (3, 4), dtype float64); expected d_model=8, i.e. shape (..., n, 8)
+    """  # noqa: E501
+    a = as_real_array(a, name, min_ndim=2)
+    if a.shape[-1] != d_model:
+        raise ValueError(f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected "
+                         f"d_model={d_model}, i.e. shape (..., n, {d_model})")
+    return a

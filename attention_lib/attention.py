@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    broadcast_shape,
     check_attention_inputs,
     check_causal_sizes,
     check_flag,
@@ -27,6 +28,7 @@ from ._validation import (
     describe,
     first_true,
     positive_int,
+    raise_if_fully_masked,
 )
 from .softmax import stable_softmax
 
@@ -183,10 +185,7 @@ def _combined_mask(
     if mask is not None:
         allowed = as_bool_mask(mask)
         target = (*batch, n_q, n_k)
-        try:
-            shape = np.broadcast_shapes(target, allowed.shape)
-        except ValueError:
-            shape = None
+        shape = broadcast_shape(target, allowed.shape)
         if shape is None or shape[-2:] != (n_q, n_k):
             raise ValueError(
                 f"mask has {describe(allowed)}; expected a shape broadcastable to the scores "
@@ -196,23 +195,6 @@ def _combined_mask(
         tri = _causal_rule(n_q, n_k)  # (n_q, n_k)
         allowed = tri if allowed is None else (allowed & tri)
     return allowed
-
-
-def _raise_if_fully_masked(allowed: np.ndarray, batch: tuple[int, ...], n_q: int) -> None:
-    """Raise ``ValueError`` naming the query rows (batch index included) with no key."""
-    empty = ~allowed.any(axis=-1)  # (..., n_q), the mask's own leading axes
-    if not empty.any():
-        return
-    lead = np.broadcast_shapes(batch, empty.shape[:-1])
-    empty = np.broadcast_to(empty, (*lead, n_q))  # one entry per query row of the output
-    count = int(np.count_nonzero(empty))
-    rows = [tuple(int(i) for i in idx) for idx in np.argwhere(empty)[:10]]
-    shown = ", ".join(map(str, rows)) + (" ..." if count > 10 else "")
-    raise ValueError(
-        f"mask leaves {count} query row(s) with no key to attend to, at "
-        f"(..., query) index {shown}; their softmax is undefined. Pass "
-        "fully_masked='zero' to give them zero weights and a zero output"
-    )
 
 
 def _raise_if_overflowed(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> None:
@@ -296,6 +278,21 @@ def scaled_dot_product_attention(
     >>> out.round(3)
     array([[13.302]])
     """
+    q, k, v, allowed, out_dtype = prepare_attention(q, k, v, mask, causal, fully_masked)
+    output, weights = attend(q, k, v, allowed)
+    return output.astype(out_dtype, copy=False), weights.astype(out_dtype, copy=False)
+
+
+def prepare_attention(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None, causal: bool,
+    fully_masked: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.dtype]:
+    """The checks of :func:`scaled_dot_product_attention`, shared with its backward pass.
+
+    Returns q, k, v cast to the dtype they are computed in (float16 in float32), the
+    boolean mask with ``causal`` folded in (True = may attend, or None), and the dtype
+    of the results. Raises what :func:`scaled_dot_product_attention` documents.
+    """
     check_fully_masked(fully_masked)
     causal = check_flag(causal, "causal")
     q, k, v, batch = check_attention_inputs(q, k, v)
@@ -304,10 +301,22 @@ def scaled_dot_product_attention(
         check_causal_sizes(n_q, n_k)
     allowed = _combined_mask(mask, causal, batch, n_q, n_k)  # True = may attend, or None
     if allowed is not None and fully_masked == "raise":
-        _raise_if_fully_masked(allowed, batch, n_q)
+        empty = ~allowed.any(axis=-1)  # (..., n_q), the mask's own leading axes
+        lead = np.broadcast_shapes(batch, empty.shape[:-1])
+        raise_if_fully_masked(np.broadcast_to(empty, (*lead, n_q)), "query row(s) with no key",
+                              where="(..., query) ", also=" and a zero output")
     out_dtype = q.dtype
-    q, k, v = (a.astype(compute_dtype(out_dtype), copy=False) for a in (q, k, v))
+    work = compute_dtype(out_dtype)
+    return (*(a.astype(work, copy=False) for a in (q, k, v)), allowed, out_dtype)
 
+
+def attend(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, allowed: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The formula on the arrays :func:`prepare_attention` returns: output and weights.
+
+    Both stay in the dtype of ``q``; the weights get the output's batch shape.
+    """
     # The formula: scores, softmax over the keys, weighted sum of the values.
     scores = scaled_scores(q, k)  # (..., n_q, n_k); an overflow is reported below
     _raise_if_overflowed(scores, q, k)
@@ -318,4 +327,4 @@ def scaled_dot_product_attention(
     full = output.shape[:-2] + weights.shape[-2:]
     if weights.shape != full:
         weights = np.broadcast_to(weights, full).copy()  # (..., n_q, n_k)
-    return output.astype(out_dtype, copy=False), weights.astype(out_dtype, copy=False)
+    return output, weights

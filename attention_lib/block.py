@@ -27,7 +27,22 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_flag, common_float_dtype, describe, positive_int
+from ._validation import (
+    as_real_array,
+    broadcast_shape,
+    check_flag,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    first_true,
+    one_of,
+    optional_positive_int,
+    positive_int,
+    positive_ints,
+    random_generator,
+    real_number,
+    token_rows,
+)
 from .multihead import MultiHeadAttention
 
 __all__ = [
@@ -62,7 +77,13 @@ def layer_norm(
     Returns
     -------
     numpy.ndarray, shape of ``x``
-        float32 stays float32; integer input is computed in float64.
+        float32 stays float32; float16 is computed in float32 and returned as
+        float16; integer input is computed in float64.
+
+    Raises
+    ------
+    ValueError
+        With ``eps=0``, when a row is constant (its normalisation is 0 / 0).
 
     Notes
     -----
@@ -76,6 +97,12 @@ def layer_norm(
         \operatorname{LN}(x)_j = \gamma_j \frac{x_j - \mu}{\sqrt{\sigma^2 + \varepsilon}}
             + \beta_j .
 
+    A constant row gives exactly :math:`\beta`. Before squaring, each row (and
+    :math:`\varepsilon`) is divided by a power of two close to its largest
+    :math:`|x_j|`, which changes only exponents and so no digit of the result: a
+    row times :math:`10^{155}` is normalised as well as the row itself, where the
+    plain formula would overflow to inf and return zeros.
+
     Examples
     --------
     >>> layer_norm(np.array([1.0, 2.0, 3.0]), eps=0.0).round(4)
@@ -84,10 +111,7 @@ def layer_norm(
     array([[-1.5,  2.5]])
     """
     xa = as_real_array(x, "x")
-    if isinstance(eps, bool | np.bool_) or not isinstance(eps, int | float | np.floating):
-        raise TypeError(f"eps={eps!r}; expected a non-negative real number")
-    if not (math.isfinite(float(eps)) and eps >= 0):
-        raise ValueError(f"eps={eps!r}; expected a finite number >= 0")
+    eps = real_number(eps, "eps", minimum=0.0)
     d = xa.shape[-1]
     params = {}
     for name, value in (("gamma", gamma), ("beta", beta)):
@@ -101,16 +125,33 @@ def layer_norm(
             )
         params[name] = pa
     dtype = common_float_dtype(xa, *params.values())
-    xa = xa.astype(dtype, copy=False)
-    mu = xa.mean(axis=-1, keepdims=True)  # (..., 1)
-    centred = xa - mu  # (..., d)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    xa = xa.astype(work, copy=False)
+    # Divide each row by a power of two near its largest |x_j| (exact: only the exponent
+    # changes), so that its squares cannot overflow or underflow; eps is scaled alike.
+    # Rows below 1 need no scaling when eps > 0: eps dominates their variance.
+    _, e = np.frexp(np.max(np.abs(xa), axis=-1, keepdims=True))  # (..., 1): max = m 2^e
+    if eps > 0:
+        e = np.maximum(e, 0)
+    y = np.ldexp(xa, -e)  # (..., d), |y| < 1 where scaled
+    constant = np.max(xa, axis=-1, keepdims=True) == np.min(xa, axis=-1, keepdims=True)
+    centred = np.where(constant, work.type(0), y - y.mean(axis=-1, keepdims=True))  # (..., d)
     var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1), population variance
-    out = centred / np.sqrt(var + dtype.type(eps))
+    denominator = var + np.ldexp(work.type(eps), -2 * e)  # (sigma^2 + eps) / 2^(2e)
+    if eps == 0 and not denominator.all():
+        count, first = first_true(denominator == 0)
+        raise ValueError(
+            f"x has {count} constant row(s), the first at index {first[:-1]}, and eps=0: "
+            f"their variance is 0, so (x - mu) / sigma is 0 / 0; expected eps > 0 "
+            "(e.g. the default 1e-5) or rows that are not constant"
+        )
+    denominator[denominator == 0] = 1  # constant rows (centred = 0) whose scaled eps underflowed
+    out = centred / np.sqrt(denominator)
     if "gamma" in params:
-        out = out * params["gamma"].astype(dtype, copy=False)
+        out = out * params["gamma"].astype(work, copy=False)
     if "beta" in params:
-        out = out + params["beta"].astype(dtype, copy=False)
-    return out
+        out = out + params["beta"].astype(work, copy=False)
+    return out.astype(dtype, copy=False)
 
 
 def feed_forward(
@@ -137,6 +178,7 @@ def feed_forward(
     Returns
     -------
     numpy.ndarray, shape (..., n, d_model)
+        float32 stays float32; float16 is computed in float32 and returned as float16.
 
     Notes
     -----
@@ -165,17 +207,17 @@ def feed_forward(
         if arrays[name].shape != shape:
             raise ValueError(f"{name} has {describe(arrays[name])}; expected shape {shape} "
                              f"(d_model={d_model}, d_ff={d_ff})")
-    if activation not in ("relu", "gelu"):
-        raise ValueError(f"activation={activation!r}; expected 'relu' or 'gelu'")
+    one_of(activation, "activation", ("relu", "gelu"))
     dtype = common_float_dtype(xa, *arrays.values())
-    w1a, b1a, w2a, b2a = (a.astype(dtype, copy=False) for a in arrays.values())
-    hidden = xa.astype(dtype, copy=False) @ w1a + b1a  # (..., n, d_ff)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    w1a, b1a, w2a, b2a = (a.astype(work, copy=False) for a in arrays.values())
+    hidden = xa.astype(work, copy=False) @ w1a + b1a  # (..., n, d_ff)
     if activation == "relu":
-        hidden = np.maximum(hidden, dtype.type(0))
+        hidden = np.maximum(hidden, work.type(0))
     else:
         c = math.sqrt(2.0 / math.pi)
         hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * hidden**3)))
-    return hidden @ w2a + b2a  # (..., n, d_model)
+    return (hidden @ w2a + b2a).astype(dtype, copy=False)  # (..., n, d_model)
 
 
 class TransformerBlock:
@@ -244,15 +286,12 @@ class TransformerBlock:
         rng: np.random.Generator | None = None,
     ) -> None:
         d_model = positive_int(d_model, "d_model")
-        d_ff = 4 * d_model if d_ff is None else positive_int(d_ff, "d_ff")
-        if norm not in ("pre", "post"):
-            raise ValueError(f"norm={norm!r}; expected 'pre' or 'post'")
-        causal = check_flag(causal, "causal")
+        d_ff = optional_positive_int(d_ff, "d_ff", 4 * d_model)
+        self.norm = one_of(norm, "norm", ("pre", "post"))
+        self.causal = check_flag(causal, "causal")
         cross_attention = check_flag(cross_attention, "cross_attention")
-        if rng is None:
-            rng = np.random.default_rng()
-        self.d_model, self.d_ff, self.norm = d_model, d_ff, norm
-        self.causal = bool(causal)
+        rng = random_generator(rng, optional=True)
+        self.d_model, self.d_ff = d_model, d_ff
         self.self_attn = MultiHeadAttention(d_model, num_heads, rng=rng)
         self.cross_attn = (MultiHeadAttention(d_model, num_heads, rng=rng)
                            if cross_attention else None)
@@ -323,23 +362,27 @@ class TransformerBlock:
         >>> y.shape, w["cross"].shape
         ((3, 8), (2, 3, 6))
         """
-        xa = as_real_array(x, "x", min_ndim=2)
-        if xa.shape[-1] != self.d_model:
-            raise ValueError(f"x has {describe(xa)}; expected shape (..., n, {self.d_model})")
+        xa = token_rows(x, "x", self.d_model)
         if (memory is None) != (self.cross_attn is None):
             raise ValueError(
                 "memory is " + ("None" if memory is None else "given")
                 + "; expected memory exactly when the block has cross-attention "
                 + f"(cross_attention={self.cross_attn is not None})")
-        dtype = common_float_dtype(xa)  # the weights are cast to it: float32 stays float32
-        xa = xa.astype(dtype, copy=False)
-        ffn = [w.astype(dtype, copy=False) for w in (self.w1, self.b1, self.w2, self.b2)]
-        norms = [(g.astype(dtype, copy=False), b.astype(dtype, copy=False))
+        dtype = common_float_dtype(xa)  # of the result: float32 stays float32
+        work = compute_dtype(dtype)  # the weights are cast to it; float16 is computed in float32
+        xa = xa.astype(work, copy=False)
+        ffn = [w.astype(work, copy=False) for w in (self.w1, self.b1, self.w2, self.b2)]
+        norms = [(g.astype(work, copy=False), b.astype(work, copy=False))
                  for g, b in self.norms]
         weights: dict[str, np.ndarray] = {}
         sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
         if self.cross_attn is not None:
-            mem = as_real_array(memory, "memory", min_ndim=2).astype(dtype, copy=False)
+            mem = token_rows(memory, "memory", self.d_model).astype(work, copy=False)
+            if broadcast_shape(xa.shape[:-2], mem.shape[:-2]) is None:
+                raise ValueError(
+                    f"memory has {describe(mem)}, whose leading (batch) axes do not broadcast "
+                    f"with those of x {xa.shape[:-2]}; expected shapes numpy can broadcast"
+                )
             sublayers.append(("cross", lambda h: self.cross_attn(h, mem)))
         sublayers.append(("ffn", lambda h: (feed_forward(h, *ffn), None)))
         for (name, sublayer), (gamma, beta) in zip(sublayers, norms, strict=True):
@@ -350,8 +393,8 @@ class TransformerBlock:
                 out, w = sublayer(xa)
                 xa = layer_norm(xa + out, gamma, beta)
             if w is not None:
-                weights[name] = w
-        return xa, weights
+                weights[name] = w.astype(dtype, copy=False)
+        return xa.astype(dtype, copy=False), weights
 
 
 def block_parameter_count(
@@ -394,8 +437,9 @@ def block_parameter_count(
     7087872
     """
     d = positive_int(d_model, "d_model")
-    d_ff = 4 * d if d_ff is None else positive_int(d_ff, "d_ff")
-    n_attn = 2 if cross_attention else 1
+    d_ff = optional_positive_int(d_ff, "d_ff", 4 * d)
+    attention_biases = check_flag(attention_biases, "attention_biases")
+    n_attn = 2 if check_flag(cross_attention, "cross_attention") else 1
     attention = n_attn * (4 * d * d + (4 * d if attention_biases else 0))
     ffn = 2 * d * d_ff + d_ff + d
     norms = (n_attn + 1) * 2 * d
@@ -447,10 +491,8 @@ def gpt_parameter_count(
     >>> gpt_parameter_count(12, 768, 50257, 1024, tied_output=False) - 124439808
     38597376
     """
-    n_layers = positive_int(n_layers, "n_layers")
-    d = positive_int(d_model, "d_model")
-    vocab_size = positive_int(vocab_size, "vocab_size")
-    context = positive_int(context, "context")
+    n_layers, d, vocab_size, context = positive_ints(n_layers=n_layers, d_model=d_model,
+                                                     vocab_size=vocab_size, context=context)
     tied_output = check_flag(tied_output, "tied_output")
     blocks = n_layers * block_parameter_count(d, d_ff)
     output = 0 if tied_output else vocab_size * d  # (d_model, vocab_size), no bias

@@ -19,12 +19,21 @@ Conventions used throughout:
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import DTypeLike
 
-from ._validation import check_flag, positive_int
+from ._validation import (
+    check_causal_sizes,
+    check_flag,
+    numeric_dtype,
+    one_of,
+    optional_positive_int,
+    positive_int,
+    positive_ints,
+)
 
 __all__ = [
     "AttentionFlops",
@@ -73,9 +82,8 @@ def causal_pairs(n_q: int, n_k: int | None = None) -> int:
     128
     """
     n_q = positive_int(n_q, "n_q")
-    n_k = n_q if n_k is None else positive_int(n_k, "n_k")
-    if n_q > n_k:
-        raise ValueError(f"n_q={n_q} > n_k={n_k}; a causal mask needs n_q <= n_k")
+    n_k = optional_positive_int(n_k, "n_k", n_q)
+    check_causal_sizes(n_q, n_k)
     return n_q * (n_k - n_q) + n_q * (n_q + 1) // 2
 
 
@@ -135,11 +143,9 @@ def attention_flops(
     >>> attention_flops(1, 1000, 128).total      # one new token, 1000 keys
     512000
     """
-    n_q, n_k, d_k = (positive_int(v, name) for v, name in
-                     ((n_q, "n_q"), (n_k, "n_k"), (d_k, "d_k")))
-    d_v = d_k if d_v is None else positive_int(d_v, "d_v")
-    causal = check_flag(causal, "causal")
-    pairs = causal_pairs(n_q, n_k) if causal else n_q * n_k
+    n_q, n_k, d_k = positive_ints(n_q=n_q, n_k=n_k, d_k=d_k)
+    d_v = optional_positive_int(d_v, "d_v", d_k)
+    pairs = causal_pairs(n_q, n_k) if check_flag(causal, "causal") else n_q * n_k
     return AttentionFlops(scores=2 * pairs * d_k, mix=2 * pairs * d_v)
 
 
@@ -216,9 +222,8 @@ def layer_flops(
     >>> round(f.attention_share, 4)
     0.0769
     """
-    d_model = positive_int(d_model, "d_model")
-    n = positive_int(n, "n")
-    d_ff = 4 * d_model if d_ff is None else positive_int(d_ff, "d_ff")
+    d_model, n = positive_ints(d_model=d_model, n=n)
+    d_ff = optional_positive_int(d_ff, "d_ff", 4 * d_model)
     projections = 4 * (2 * n * d_model * d_model)  # Q, K, V, O: (n, d) @ (d, d) each
     mlp = 2 * n * d_model * d_ff + 2 * n * d_ff * d_model  # (n, d) @ (d, d_ff) @ (d_ff, d)
     attention = attention_flops(n, n, d_model, causal=causal).total
@@ -253,8 +258,7 @@ def rnn_flops(n: int, d_in: int, d_h: int) -> int:
     >>> rnn_flops(100, 8, 32)
     256000
     """
-    n, d_in, d_h = (positive_int(v, name) for v, name in
-                    ((n, "n"), (d_in, "d_in"), (d_h, "d_h")))
+    n, d_in, d_h = positive_ints(n=n, d_in=d_in, d_h=d_h)
     return 2 * n * d_h * (d_h + d_in)
 
 
@@ -265,7 +269,8 @@ def score_matrix_bytes(n_q: int, n_k: int, dtype: DTypeLike = np.float32) -> int
     ----------
     n_q, n_k : int
         Number of queries and of keys.
-    dtype : numpy dtype, default float32
+    dtype : numeric numpy dtype, default float32
+        Integer, float or complex; ``None``, ``str`` and ``bool`` are refused.
 
     Returns
     -------
@@ -282,8 +287,8 @@ def score_matrix_bytes(n_q: int, n_k: int, dtype: DTypeLike = np.float32) -> int
     >>> score_matrix_bytes(4096, 4096) / 2**20        # MiB
     64.0
     """
-    n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
-    return n_q * n_k * np.dtype(dtype).itemsize
+    n_q, n_k = positive_ints(n_q=n_q, n_k=n_k)
+    return n_q * n_k * numeric_dtype(dtype).itemsize
 
 
 # --------------------------------------------------------------------------------------
@@ -314,11 +319,9 @@ class DecodeCost(NamedTuple):
 def _decode_sizes(
     d_model: int, d_k: int, d_v: int | None, strategy: str
 ) -> tuple[int, int, int]:
-    d_model, d_k = positive_int(d_model, "d_model"), positive_int(d_k, "d_k")
-    d_v = d_k if d_v is None else positive_int(d_v, "d_v")
-    if strategy not in DECODE_STRATEGIES:
-        raise ValueError(f"strategy={strategy!r}; expected one of {DECODE_STRATEGIES}")
-    return d_model, d_k, d_v
+    d_model, d_k = positive_ints(d_model=d_model, d_k=d_k)
+    one_of(strategy, "strategy", DECODE_STRATEGIES)
+    return d_model, d_k, optional_positive_int(d_v, "d_v", d_k)
 
 
 def decode_step_multiplications(
@@ -466,8 +469,9 @@ def kv_cache_bytes(
         query heads shares one key/value head), 1 with multi-query attention.
     d_head : int
         Size of one head's keys (and values).
-    dtype : numpy dtype, default float16
-        Storage type of the cache (float16: 2 bytes per number).
+    dtype : numeric numpy dtype, default float16
+        Storage type of the cache (float16: 2 bytes per number); ``None``,
+        ``str`` and ``bool`` are refused.
     batch : int, default 1
         Sequences decoded at once, each with its own cache.
 
@@ -495,13 +499,6 @@ def kv_cache_bytes(
     >>> kv_cache_bytes(1, **gpt3) / 2**20                     # MiB per token
     4.5
     """
-    n_tokens = positive_int(n_tokens, "n_tokens")
-    n_layers = positive_int(n_layers, "n_layers")
-    n_kv_heads = positive_int(n_kv_heads, "n_kv_heads")
-    d_head = positive_int(d_head, "d_head")
-    batch = positive_int(batch, "batch")
-    try:
-        itemsize = np.dtype(dtype).itemsize
-    except TypeError as exc:
-        raise TypeError(f"dtype={dtype!r} is not a numpy dtype ({exc})") from exc
-    return batch * n_layers * 2 * n_kv_heads * d_head * n_tokens * itemsize
+    sizes = positive_ints(n_tokens=n_tokens, n_layers=n_layers, n_kv_heads=n_kv_heads,
+                          d_head=d_head, batch=batch)
+    return 2 * math.prod(sizes) * numeric_dtype(dtype).itemsize  # 2: keys and values

@@ -1,10 +1,6 @@
 r"""Gradients of softmax and of scaled dot-product attention (the backward pass).
 
-Dimension letters used in the shape comments:
-
-- ``...``  leading batch / head axes (broadcast between the arguments)
-- ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
-- ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
+The dimension letters of the shape comments are those of :mod:`attention_lib.attention`.
 
 With :math:`S = Q K^{\mathsf T} / \sqrt{d_k}`, :math:`A = \operatorname{softmax}(S)`
 (row by row) and :math:`Z = A V`, the backward pass takes the gradient of a
@@ -27,14 +23,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    as_real_array,
-    check_attention_inputs,
-    common_float_dtype,
-    describe,
-    normalise_axis,
-)
-from .attention import scaled_dot_product_attention
+from ._validation import as_real_array, common_float_dtype, compute_dtype, describe, normalise_axis
+from .attention import attend, prepare_attention
 
 __all__ = ["attention_backward", "softmax_vjp"]
 
@@ -94,10 +84,14 @@ def softmax_vjp(p: ArrayLike, grad: ArrayLike, axis: int = -1) -> np.ndarray:
         )
     ax = normalise_axis(axis, pa.ndim)
     dtype = common_float_dtype(pa, ga)
-    pa = pa.astype(dtype, copy=False)
-    ga = ga.astype(dtype, copy=False)
-    dot = np.sum(pa * ga, axis=ax, keepdims=True)  # (..., 1, ...): p . g per slice
-    return pa * (ga - dot)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    return _vjp(pa.astype(work, copy=False), ga.astype(work, copy=False), ax).astype(dtype)
+
+
+def _vjp(p: np.ndarray, g: np.ndarray, axis: int) -> np.ndarray:
+    """:math:`p \\odot (g - p \\cdot g)` along ``axis``, without checks."""
+    dot = np.sum(p * g, axis=axis, keepdims=True)  # (..., 1, ...): p . g per slice
+    return p * (g - dot)
 
 
 def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -148,7 +142,8 @@ def attention_backward(
     dk : numpy.ndarray, shape of ``k``
     dv : numpy.ndarray, shape of ``v``
         An input whose leading axes were broadcast gets its gradient summed
-        back over those axes (as every autodiff framework does).
+        back over those axes (as every autodiff framework does). float32 stays
+        float32; float16 is computed in float32 and returned as float16.
 
     Notes
     -----
@@ -175,28 +170,23 @@ def attention_backward(
     >>> dq.shape, dk.shape
     ((1, 2), (2, 2))
     """
-    q, k, v, _ = check_attention_inputs(q, k, v)
+    q, k, v, allowed, out_dtype = prepare_attention(q, k, v, mask, causal, fully_masked)
     d_out = as_real_array(grad_output, "grad_output", min_ndim=2)
-    out, p = scaled_dot_product_attention(
-        q, k, v, mask, causal=causal, fully_masked=fully_masked
-    )  # out: (..., n_q, d_v), p: (..., n_q, n_k); a mask may add leading axes
+    out, p = attend(q, k, v, allowed)  # (..., n_q, d_v), (..., n_q, n_k): a mask may add axes
     if d_out.shape != out.shape:
         raise ValueError(
             f"grad_output has {describe(d_out)}; expected the shape of the attention "
             f"output (..., n_q, d_v) = {out.shape}"
         )
-    d_out = d_out.astype(out.dtype, copy=False)
+    d_out = d_out.astype(out.dtype, copy=False)  # the dtype q, k, v are computed in
     d_k = q.shape[-1]
     scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
 
     d_v_full = np.swapaxes(p, -1, -2) @ d_out  # (..., n_k, n_q) @ (..., n_q, d_v)
     d_p = d_out @ np.swapaxes(v, -1, -2)  # (..., n_q, d_v) @ (..., d_v, n_k)
-    d_s = softmax_vjp(p, d_p)  # (..., n_q, n_k)
+    d_s = _vjp(p, d_p, -1)  # (..., n_q, n_k)
     d_s *= scale
     d_q_full = d_s @ k  # (..., n_q, n_k) @ (..., n_k, d_k)
     d_k_full = np.swapaxes(d_s, -1, -2) @ q  # (..., n_k, n_q) @ (..., n_q, d_k)
-    return (
-        _sum_to_shape(d_q_full, q.shape),
-        _sum_to_shape(d_k_full, k.shape),
-        _sum_to_shape(d_v_full, v.shape),
-    )
+    return tuple(_sum_to_shape(g, a.shape).astype(out_dtype, copy=False)
+                 for g, a in ((d_q_full, q), (d_k_full, k), (d_v_full, v)))

@@ -142,7 +142,8 @@ class KVCache:
         v : array_like, shape (..., m, d_v)
             ``m >= 1`` positions at once. The leading axes, ``d_k``, ``d_v``
             and the dtype (float32 stays float32; integers become float64)
-            must match the earlier appends.
+            must match the earlier appends. Keys and values of different dtypes
+            are refused when one is floating (the cache would widen silently).
 
         Examples
         --------
@@ -159,7 +160,7 @@ class KVCache:
                 f"k has {describe(k)} but v has {describe(v)}; expected the same leading "
                 "axes and number of positions m (k.shape[:-1] == v.shape[:-1])"
             )
-        if k.dtype.kind == v.dtype.kind == "f" and k.dtype != v.dtype:
+        if k.dtype != v.dtype and "f" in (k.dtype.kind, v.dtype.kind):
             raise TypeError(
                 f"k has dtype {k.dtype} but v has dtype {v.dtype}; expected keys and values "
                 f"of one dtype (the cache would silently hold {common_float_dtype(k, v)}); "

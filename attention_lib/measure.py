@@ -54,6 +54,8 @@ def best_time(
     """
     if not callable(fn):
         raise TypeError(f"fn is {type(fn).__name__}; expected a callable with no arguments")
+    if not callable(timer):
+        raise TypeError(f"timer is {type(timer).__name__}; expected a callable returning seconds")
     repeat = positive_int(repeat, "repeat")
     best = float("inf")
     for _ in range(repeat):
@@ -69,7 +71,8 @@ def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
     Parameters
     ----------
     x, y : array_like, shape (m,)
-        Positive values, at least two distinct ``x``.
+        Positive values, at least two distinct ``x``; computed in float64
+        whatever their dtype.
 
     Returns
     -------
@@ -95,6 +98,8 @@ def power_law_fit(x: ArrayLike, y: ArrayLike) -> tuple[float, float]:
     y = as_real_array(y, "y")
     if x.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"x has {describe(x)} and y {describe(y)}; expected two equal 1-D arrays")
+    # float64 whatever the input: np.log of int8 is float16, and polyfit refuses float16
+    x, y = x.astype(np.float64), y.astype(np.float64)
     for name, a in (("x", x), ("y", y)):
         if (a <= 0).any():
             raise ValueError(f"{name} has non-positive values; a power law needs positive data")
@@ -135,6 +140,9 @@ def cpu_description(cpuinfo: str | None = None) -> dict[str, str]:
     >>> cpu_description("model name\t: Some CPU\nflags\t\t: fpu sse4_2 avx avx2 fma\n")
     {'cpu_model': 'Some CPU', 'simd': 'AVX2'}
     """
+    if cpuinfo is not None and not isinstance(cpuinfo, str):
+        raise TypeError(f"cpuinfo is {type(cpuinfo).__name__}; expected the text of "
+                        "/proc/cpuinfo as a str, or None to read it")
     if cpuinfo is None:
         try:
             with open("/proc/cpuinfo", encoding="utf-8") as f:

@@ -22,23 +22,23 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_bool_mask, as_real_array, common_float_dtype, describe, positive_int
+from ._validation import (
+    as_bool_mask,
+    as_real_array,
+    broadcast_shape,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    head_size,
+    positive_int,
+    random_generator,
+    token_rows,
+)
 from .attention import scaled_dot_product_attention
 
 __all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
-
-
-def _check_divisible(d_model: int, num_heads: int) -> int:
-    """``d_model // num_heads``, or a ValueError naming both."""
-    if d_model % num_heads:
-        raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
-            f"gets d_model / num_heads features, so expected a d_model that is a "
-            f"multiple of {num_heads}"
-        )
-    return d_model // num_heads
 
 
 def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
@@ -83,7 +83,7 @@ def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
     num_heads = positive_int(num_heads, "num_heads")
     *lead, n, d_model = x.shape
     try:
-        d_head = _check_divisible(d_model, num_heads)
+        d_head = head_size(d_model, num_heads)
     except ValueError:
         raise ValueError(
             f"x has last axis d_model={d_model} ({describe(x)}), which is not divisible by "
@@ -175,7 +175,8 @@ class MultiHeadAttention:
     variance too. There are no bias terms, so the layer has exactly
     :math:`4 d_{\text{model}}^2` parameters whatever the number of heads.
     The weights are stored in float64 and cast to the input's floating
-    dtype on every call (float32 stays float32).
+    dtype on every call (float32 stays float32; float16 is computed in float32
+    and returned as float16).
 
     Examples
     --------
@@ -197,14 +198,8 @@ class MultiHeadAttention:
     ) -> None:
         d_model = positive_int(d_model, "d_model")
         num_heads = positive_int(num_heads, "num_heads")
-        d_head = _check_divisible(d_model, num_heads)
-        if rng is None:
-            rng = np.random.default_rng()
-        if not isinstance(rng, np.random.Generator):
-            raise TypeError(
-                f"rng={rng!r} (type {type(rng).__name__}); expected a numpy.random.Generator, "
-                "e.g. np.random.default_rng(0)"
-            )
+        d_head = head_size(d_model, num_heads)
+        rng = random_generator(rng, optional=True)
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_head = d_head
@@ -303,29 +298,24 @@ class MultiHeadAttention:
                [0.5       , 0.5       , 0.        ],
                [0.33333334, 0.33333334, 0.33333334]], dtype=float32)
         """
-        x = as_real_array(x, "x", min_ndim=2)
-        self._check_last_axis(x, "x")
-        if context is None:
-            context = x
-        else:
-            context = as_real_array(context, "context", min_ndim=2)
-            self._check_last_axis(context, "context")
+        x = token_rows(x, "x", self.d_model)
+        context = x if context is None else token_rows(context, "context", self.d_model)
         n_q, n_k = x.shape[-2], context.shape[-2]
-        try:
-            batch = np.broadcast_shapes(x.shape[:-2], context.shape[:-2])
-        except ValueError:
+        batch = broadcast_shape(x.shape[:-2], context.shape[:-2])
+        if batch is None:
             raise ValueError(
                 f"the leading (batch) axes of x {x.shape[:-2]} and context "
                 f"{context.shape[:-2]} do not broadcast; expected shapes numpy can broadcast"
-            ) from None
+            )
         head_mask = None
         if mask is not None:
             head_mask = self._head_mask(mask, batch, n_q, n_k)
 
-        dtype = common_float_dtype(x, context)
-        w = self._weights(dtype)
-        x = x.astype(dtype, copy=False)
-        context = context.astype(dtype, copy=False)
+        dtype = common_float_dtype(x, context)  # of the result: float32 stays float32
+        work = compute_dtype(dtype)  # float16 is computed in float32
+        w = self._weights(work)
+        x = x.astype(work, copy=False)
+        context = context.astype(work, copy=False)
 
         h = self.num_heads
         q = split_heads(x @ w["W_Q"], h)  # (..., n_q, d_model) -> (..., h, n_q, d_head)
@@ -336,14 +326,7 @@ class MultiHeadAttention:
         )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
         concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
         output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
-        return output, weights
-
-    def _check_last_axis(self, a: np.ndarray, name: str) -> None:
-        if a.shape[-1] != self.d_model:
-            raise ValueError(
-                f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected d_model="
-                f"{self.d_model}, i.e. shape (..., n, {self.d_model})"
-            )
+        return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
     def _head_mask(
         self, mask: ArrayLike, batch: tuple[int, ...], n_q: int, n_k: int
@@ -358,11 +341,7 @@ class MultiHeadAttention:
         h = self.num_heads
         per_head = m.ndim == len(batch) + 3
         target = (*batch, h, n_q, n_k) if per_head else (*batch, n_q, n_k)
-        try:
-            shape = np.broadcast_shapes(target, m.shape)
-        except ValueError:
-            shape = None
-        if shape != target:
+        if broadcast_shape(target, m.shape) != target:
             raise ValueError(
                 f"mask has {describe(m)}; expected a shape broadcastable to the scores "
                 f"(..., n_q, n_k) = {(*batch, n_q, n_k)} (one mask shared by all heads) or "

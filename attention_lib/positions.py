@@ -19,25 +19,21 @@ at all.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe, positive_int
+from ._validation import (
+    as_real_array,
+    broadcast_shape,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    positive_int,
+    real_number,
+)
 
 __all__ = ["apply_rotary", "position_frequencies", "sinusoidal_positions",
            "sinusoidal_shift_matrix"]
-
-
-def _base(base: object) -> float:
-    """``base`` as a float > 1, or a TypeError/ValueError naming it."""
-    if isinstance(base, bool | np.bool_) or not isinstance(base, int | float | np.number):
-        raise TypeError(f"base={base!r}; expected a real number > 1")
-    value = float(base)
-    if not math.isfinite(value) or value <= 1.0:
-        raise ValueError(f"base={base!r}; expected a finite number > 1")
-    return value
 
 
 def position_frequencies(d: int, *, base: float = 10000.0) -> np.ndarray:
@@ -65,7 +61,7 @@ def position_frequencies(d: int, *, base: float = 10000.0) -> np.ndarray:
     array([1. , 0.1])
     """
     d = positive_int(d, "d")
-    b = _base(base)
+    b = real_number(base, "base", minimum=1.0, strict_minimum=True)
     i = np.arange((d + 1) // 2, dtype=np.float64)  # (ceil(d/2),)
     return b ** (-2.0 * i / d)
 
@@ -155,14 +151,11 @@ def sinusoidal_shift_matrix(k: float, d: int, *, base: float = 10000.0) -> np.nd
     >>> bool(np.allclose(pe[2:7] @ m3.T, pe[5:10]))
     True
     """
-    if isinstance(k, bool | np.bool_) or not isinstance(k, int | float | np.number):
-        raise TypeError(f"k={k!r}; expected a real number (the shift in positions)")
-    if not math.isfinite(float(k)):
-        raise ValueError(f"k={k!r}; expected a finite shift")
+    k = real_number(k, "k")
     d = positive_int(d, "d")
     if d % 2:
         raise ValueError(f"d={d} is odd; expected an even size (one 2 x 2 block per pair)")
-    theta = float(k) * position_frequencies(d, base=base)  # (d/2,)
+    theta = k * position_frequencies(d, base=base)  # (d/2,)
     cos, sin = np.cos(theta), np.sin(theta)
     m = np.zeros((d, d), dtype=np.float64)
     idx = np.arange(0, d, 2)
@@ -190,7 +183,8 @@ def apply_rotary(
     Returns
     -------
     numpy.ndarray, shape and dtype of ``x``
-        float32 stays float32; integer input is computed in float64.
+        float32 stays float32; float16 is computed in float32 and returned as
+        float16; integer input is computed in float64.
 
     Notes
     -----
@@ -217,7 +211,8 @@ def apply_rotary(
     """
     xa = as_real_array(x, "x", min_ndim=2)
     dtype = common_float_dtype(xa)
-    xa = xa.astype(dtype, copy=False)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    xa = xa.astype(work, copy=False)
     n, d = xa.shape[-2], xa.shape[-1]
     if d % 2:
         raise ValueError(
@@ -233,11 +228,7 @@ def apply_rotary(
                 f"positions has {describe(pa)}; expected one position per row of x, "
                 f"shape (n,) or (..., n) with n={n}"
             )
-        try:
-            fits = np.broadcast_shapes(pa.shape, xa.shape[:-1]) == xa.shape[:-1]
-        except ValueError:
-            fits = False
-        if not fits:
+        if broadcast_shape(pa.shape, xa.shape[:-1]) != xa.shape[:-1]:
             raise ValueError(
                 f"positions has {describe(pa)}, which does not broadcast to the rows of x "
                 f"{xa.shape[:-1]}; expected a shape broadcastable to (..., n)"
@@ -245,10 +236,10 @@ def apply_rotary(
         pos = pa.astype(np.float64)
     omega = position_frequencies(d, base=base)  # (d/2,)
     theta = pos[..., None] * omega  # (..., n, d/2)
-    cos = np.cos(theta).astype(dtype, copy=False)
-    sin = np.sin(theta).astype(dtype, copy=False)
+    cos = np.cos(theta).astype(work, copy=False)
+    sin = np.sin(theta).astype(work, copy=False)
     even, odd = xa[..., 0::2], xa[..., 1::2]  # (..., n, d/2) each
-    out = np.empty(xa.shape, dtype=dtype)
+    out = np.empty(xa.shape, dtype=work)
     out[..., 0::2] = even * cos - odd * sin
     out[..., 1::2] = even * sin + odd * cos
-    return out
+    return out.astype(dtype, copy=False)

@@ -20,10 +20,22 @@ Index ``t`` of an array holds position ``t + 1`` of the maths: ``h[0]`` is
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, common_float_dtype, describe, positive_int
+from ._validation import (
+    as_real_array,
+    common_float_dtype,
+    compute_dtype,
+    describe,
+    index,
+    positive_int,
+    random_generator,
+    real_number,
+    square_matrix,
+)
 
 __all__ = [
     "recurrent_matrix",
@@ -58,7 +70,8 @@ def spectral_radius(w: ArrayLike) -> float:
     >>> spectral_radius([[0.0, 2.0], [0.5, 0.0]])
     1.0
     """
-    w = _square(w, "w")
+    w = square_matrix(w, "w")
+    w = w.astype(compute_dtype(common_float_dtype(w)), copy=False)  # eigvals has no float16
     return float(np.abs(np.linalg.eigvals(w)).max())
 
 
@@ -91,29 +104,36 @@ def recurrent_matrix(d_h: int, radius: float, rng: np.random.Generator) -> np.nd
     ((8, 8), 0.9)
     """
     d_h = positive_int(d_h, "d_h")
-    if not np.isfinite(radius) or radius <= 0:
-        raise ValueError(f"radius={radius!r}; expected a positive finite number")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng is {type(rng).__name__}; expected numpy.random.Generator")
+    radius = real_number(radius, "radius", minimum=0.0, strict_minimum=True)
+    rng = random_generator(rng)
     w0 = rng.standard_normal((d_h, d_h))  # (d_h, d_h)
-    return w0 * (float(radius) / spectral_radius(w0))
+    return w0 * (radius / spectral_radius(w0))
 
 
-def _square(w: ArrayLike, name: str) -> np.ndarray:
-    w = as_real_array(w, name, min_ndim=2)
-    if w.ndim != 2 or w.shape[0] != w.shape[1]:
-        raise ValueError(f"{name} has {describe(w)}; expected a square (d_h, d_h) matrix")
-    return w
+def _scan(step: Callable[[np.ndarray, np.ndarray], np.ndarray], initial: np.ndarray,
+          inputs: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out[t] = step(out[t - 1], inputs[t])``, with ``initial`` before ``out[0]``.
+
+    The one sequential loop of this module: step ``t`` needs the result of step ``t - 1``.
+    """
+    state = initial
+    for t in range(len(inputs)):
+        state = out[t] = step(state, inputs[t])
+    return out
 
 
 def _rnn_inputs(
     x: ArrayLike, w: ArrayLike, u: ArrayLike, h0: ArrayLike | None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Validate the RNN arguments and cast them to one floating dtype."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.dtype]:
+    """Validate the RNN arguments; cast them to the dtype they are computed in.
+
+    Returns ``x, w, u, h0`` and the dtype of the result (float32 stays float32; float16
+    is computed in float32 and returned as float16; integers become float64).
+    """
     x = as_real_array(x, "x", min_ndim=2)
     if x.ndim != 2:
         raise ValueError(f"x has {describe(x)}; expected a 2-D (n, d_in) array, one row per step")
-    w = _square(w, "w")
+    w = square_matrix(w, "w")
     d_h = w.shape[0]
     u = as_real_array(u, "u", min_ndim=2)
     if u.shape != (d_h, x.shape[1]):
@@ -121,12 +141,14 @@ def _rnn_inputs(
             f"u has {describe(u)}; expected (d_h, d_in) = ({d_h}, {x.shape[1]}) to map the "
             f"inputs x ({describe(x)}) to the hidden state of w ({describe(w)})"
         )
-    h0 = np.zeros(d_h) if h0 is None else as_real_array(h0, "h0")
+    if h0 is None:
+        h0 = np.zeros(d_h, dtype=common_float_dtype(x, w, u))  # takes no part in the dtype
+    h0 = as_real_array(h0, "h0")
     if h0.shape != (d_h,):
         raise ValueError(f"h0 has {describe(h0)}; expected ({d_h},), one hidden state")
     dtype = common_float_dtype(x, w, u, h0)
-    return (x.astype(dtype, copy=False), w.astype(dtype, copy=False),
-            u.astype(dtype, copy=False), h0.astype(dtype, copy=False))
+    work = compute_dtype(dtype)
+    return (*(a.astype(work, copy=False) for a in (x, w, u, h0)), dtype)
 
 
 def rnn_forward(
@@ -169,14 +191,11 @@ def rnn_forward(
     array([[0.7616],
            [0.3634]])
     """
-    x, w, u, h0 = _rnn_inputs(x, w, u, h0)
+    x, w, u, h0, dtype = _rnn_inputs(x, w, u, h0)
     drive = x @ u.T  # (n, d_in) @ (d_in, d_h) -> (n, d_h): U x_t for every t at once
-    h = np.empty_like(drive)  # (n, d_h)
-    state = h0  # (d_h,)
-    for t in range(drive.shape[0]):  # sequential: step t needs the state of step t - 1
-        state = np.tanh(w @ state + drive[t])  # (d_h,)
-        h[t] = state
-    return h
+    h = _scan(lambda state, drive_t: np.tanh(w @ state + drive_t),  # (d_h,)
+              h0, drive, np.empty_like(drive))  # (n, d_h)
+    return h.astype(dtype, copy=False)
 
 
 def rnn_sweep(
@@ -219,14 +238,14 @@ def rnn_sweep(
     >>> bool(np.array_equal(twice, rnn_forward(x, w, u)))
     True
     """
-    x, w, u, h0 = _rnn_inputs(x, w, u, h0)
+    x, w, u, h0, dtype = _rnn_inputs(x, w, u, h0)
     g = as_real_array(h_guess, "h_guess", min_ndim=2).astype(x.dtype, copy=False)
     if g.shape != (x.shape[0], w.shape[0]):
         raise ValueError(
             f"h_guess has {describe(g)}; expected (n, d_h) = ({x.shape[0]}, {w.shape[0]})"
         )
     previous = np.concatenate([h0[None, :], g[:-1]])  # (n, d_h): row t holds g_{t-1}
-    return np.tanh(previous @ w.T + x @ u.T)  # (n, d_h)
+    return np.tanh(previous @ w.T + x @ u.T).astype(dtype, copy=False)  # (n, d_h)
 
 
 def rnn_step_jacobians(h: ArrayLike, w: ArrayLike) -> np.ndarray:
@@ -258,7 +277,7 @@ def rnn_step_jacobians(h: ArrayLike, w: ArrayLike) -> np.ndarray:
     >>> rnn_step_jacobians([[0.5]], [[2.0]])     # (1 - 0.25) * 2
     array([[[1.5]]])
     """
-    w = _square(w, "w")
+    w = square_matrix(w, "w")
     h = as_real_array(h, "h", min_ndim=2)
     if h.ndim != 2 or h.shape[1] != w.shape[0]:
         raise ValueError(f"h has {describe(h)}; expected (n, d_h) with d_h = {w.shape[0]}")
@@ -305,12 +324,9 @@ def rnn_jacobian_products(h: ArrayLike, w: ArrayLike, source: int = 0) -> np.nda
     """
     jac = rnn_step_jacobians(h, w)  # (n, d_h, d_h)
     n, d_h = jac.shape[:2]
-    if not isinstance(source, int | np.integer) or isinstance(source, bool):
-        raise TypeError(f"source={source!r}; expected an integer index")
-    if not 0 <= source < n:
-        raise ValueError(f"source={source}; expected an index 0 <= source < n = {n}")
+    source = index(source, n, "source")
     products = np.empty((n - source, d_h, d_h), dtype=jac.dtype)  # (n - source, d_h, d_h)
     products[0] = np.eye(d_h, dtype=jac.dtype)
-    for k in range(1, n - source):
-        products[k] = jac[source + k] @ products[k - 1]  # J_{s+k} (J_{s+k-1} ... J_{s+1})
+    # products[k] = J_{s+k} products[k - 1] = J_{s+k} (J_{s+k-1} ... J_{s+1})
+    _scan(lambda product, jac_k: jac_k @ product, products[0], jac[source + 1:], products[1:])
     return products

@@ -25,7 +25,8 @@ from ._validation import as_real_array, check_flag, common_float_dtype, describe
 from .attention import project_qkv, scaled_scores
 from .softmax import softmax
 
-__all__ = ["SaturationStats", "entropy", "saturation_stats", "softmax_jacobian"]
+__all__ = ["SaturationStats", "entropy", "projection_scale_weights", "saturation_scores",
+           "saturation_stats", "softmax_jacobian"]
 
 
 def _as_probabilities(p: ArrayLike, name: str = "p") -> np.ndarray:

@@ -10,11 +10,13 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    broadcast_shape,
     check_fully_masked,
     common_float_dtype,
     compute_dtype,
     describe,
     normalise_axis,
+    raise_if_fully_masked,
 )
 
 __all__ = ["softmax"]
@@ -77,23 +79,15 @@ def softmax(
     allowed = None
     if mask is not None:
         allowed = as_bool_mask(mask)
-        try:
-            shape = np.broadcast_shapes(a.shape, allowed.shape)
-        except ValueError:
-            raise ValueError(
-                f"mask ({describe(allowed)}) does not broadcast to x ({describe(a)})"
-            ) from None
+        shape = broadcast_shape(a.shape, allowed.shape)
+        if shape is None:
+            raise ValueError(f"mask ({describe(allowed)}) does not broadcast to x ({describe(a)})")
         # `axis` refers to x; a mask with more dimensions adds leading axes in front of it.
         ax += len(shape) - a.ndim
     weights, empty = stable_softmax(a, ax, allowed)
-    if fully_masked == "raise" and empty.any():
-        where = [tuple(int(i) for i in idx) for idx in np.argwhere(np.squeeze(empty, axis=ax))]
-        shown = ", ".join(map(str, where[:10])) + (" ..." if len(where) > 10 else "")
-        raise ValueError(
-            f"mask leaves {len(where)} slice(s) along axis {ax} with nothing to attend to, "
-            f"at index {shown}; their softmax is undefined. Pass fully_masked='zero' to give "
-            "them zero weights, or fix the mask"
-        )
+    if fully_masked == "raise":
+        raise_if_fully_masked(np.squeeze(empty, axis=ax), f"slice(s) along axis {ax} with nothing",
+                              also=", or fix the mask")
     return weights
 
 

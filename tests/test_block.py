@@ -211,3 +211,99 @@ def test_gpt_count_with_an_untied_output_layer():
                                   tied_output=False) == tied + d * vocab
     with pytest.raises(TypeError, match="d_model"):
         al.block_parameter_count(8.0)
+
+
+# --------------------------------------------------------------------------------------
+# Edges: float16, rows of any magnitude, constant rows, flags, memory
+# --------------------------------------------------------------------------------------
+
+def test_layer_norm_of_float16_is_computed_in_float32():
+    row = np.array([[300.0, -300.0, 300.0, -300.0]], dtype=np.float16)  # squares > 65504
+    out = al.layer_norm(row)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out.astype(np.float64), [[1.0, -1.0, 1.0, -1.0]], atol=1e-3)
+    x = np.random.default_rng(9).normal(0, 100, size=(6, 8)).astype(np.float16)
+    want = np.array([layer_norm_reference(list(map(float, r))) for r in x])
+    np.testing.assert_allclose(al.layer_norm(x).astype(np.float64), want, atol=2e-3)
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-155, 2.0**600, 1e300, 1e-300])
+def test_layer_norm_of_a_row_of_any_magnitude(scale):
+    x = np.random.default_rng(10).standard_normal((3, 6))
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        scaled = al.layer_norm(x * scale, eps=0.0)
+        plain = al.layer_norm(x, eps=0.0)
+    want = np.array([layer_norm_reference(list(r), eps=0.0) for r in x])
+    np.testing.assert_allclose(scaled, want, atol=1e-12)  # the scale cancels
+    np.testing.assert_allclose(plain, want, atol=1e-12)
+    if scale >= 1:  # eps is negligible next to these variances
+        np.testing.assert_allclose(al.layer_norm(x * scale), want, atol=1e-12)
+    else:  # ... and dominates these: (x - mu) / sqrt(eps), tiny but not zero
+        tiny = al.layer_norm(x * scale)
+        np.testing.assert_allclose(tiny / scale, (x - x.mean(-1, keepdims=True)) / 1e-5**0.5,
+                                   rtol=1e-9)
+
+
+def test_layer_norm_scales_by_powers_of_two_exactly():
+    x = np.random.default_rng(11).standard_normal((4, 5))
+    for k in (-700, -30, 1, 40, 900):
+        np.testing.assert_array_equal(al.layer_norm(np.ldexp(x, k), eps=0.0),
+                                      al.layer_norm(x, eps=0.0))
+
+
+def test_layer_norm_of_constant_rows():
+    for value in (4.0, 1e200, -1e-300, 0.0):
+        out = al.layer_norm(np.full((2, 3), value), beta=[1.0, 2.0, 3.0])
+        np.testing.assert_array_equal(out, [[1.0, 2.0, 3.0]] * 2)  # exactly beta
+    with pytest.raises(ValueError, match=r"^x has 1 constant row\(s\), the first at index "
+                                         r"\(1,\), and eps=0"):
+        al.layer_norm([[1.0, 2.0], [5.0, 5.0]], eps=0.0)
+    with pytest.raises(TypeError, match="^eps=True"):
+        al.layer_norm([[1.0, 2.0]], eps=True)
+
+
+def test_float16_block_is_computed_in_float32_not_the_identity():
+    block = al.TransformerBlock(8, 2, causal=True, rng=np.random.default_rng(12))
+    x = (np.random.default_rng(13).standard_normal((5, 8)) * 300).astype(np.float16)
+    y16, w16 = block(x)
+    y64, w64 = block(x.astype(np.float64))
+    assert y16.dtype == w16["self"].dtype == np.float16
+    assert not np.allclose(y16, x)  # each sublayer adds something
+    np.testing.assert_allclose(y16.astype(np.float64), y64, rtol=2e-3, atol=0.05)
+    np.testing.assert_allclose(w16["self"].astype(np.float64), w64["self"], atol=2e-3)
+    ffn = al.feed_forward(x, block.w1.astype(np.float16), block.b1, block.w2, block.b2)
+    assert ffn.dtype == np.float64  # mixed: the widest dtype
+    ffn16 = al.feed_forward(x, *(w.astype(np.float16) for w in
+                                 (block.w1, block.b1, block.w2, block.b2)))
+    assert ffn16.dtype == np.float16 and np.all(np.isfinite(ffn16))
+
+
+def test_block_names_memory_not_context():
+    block = al.TransformerBlock(8, 2, cross_attention=True, rng=np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"^memory has last axis 4 \(shape \(6, 4\).*expected "
+                                         r"d_model=8"):
+        block(np.ones((3, 8)), np.ones((6, 4)))
+    with pytest.raises(ValueError, match=r"^memory has shape \(3, 6, 8\).*leading \(batch\) "
+                                         r"axes do not broadcast with those of x \(2,\)"):
+        block(np.ones((2, 3, 8)), np.ones((3, 6, 8)))
+    with pytest.raises(TypeError, match="^memory has dtype bool"):
+        block(np.ones((3, 8)), np.ones((6, 8), dtype=bool))
+
+
+@pytest.mark.parametrize("flag", ["False", 0, 1, None, np.array([True])])
+def test_parameter_count_flags_are_bools(flag):
+    with pytest.raises(TypeError, match=r"^attention_biases="):
+        al.block_parameter_count(8, attention_biases=flag)
+    with pytest.raises(TypeError, match=r"^cross_attention="):
+        al.block_parameter_count(8, cross_attention=flag)
+    assert al.block_parameter_count(8, attention_biases=np.bool_(False)) == \
+        al.block_parameter_count(8, attention_biases=False)
+
+
+def test_block_choices_and_generator():
+    with pytest.raises(ValueError, match=r"^norm=\['pre'\]; expected one of 'pre', 'post'"):
+        al.TransformerBlock(8, 2, norm=["pre"])
+    with pytest.raises(TypeError, match=r"^rng=7"):
+        al.TransformerBlock(8, 2, rng=7)
+    with pytest.raises(ValueError, match=r"^activation="):
+        al.feed_forward([[1.0]], [[1.0]], [0.0], [[1.0]], [0.0], activation=None)

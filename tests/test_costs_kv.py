@@ -247,3 +247,27 @@ def test_kv_cache_bytes_known_sizes():
 def test_bad_inputs_name_the_argument(call, error, pattern):
     with pytest.raises(error, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("dtype", [None, str, "U", "U8", bool, object, "datetime64[s]", "V4"])
+def test_byte_counts_refuse_dtypes_that_are_not_numbers(dtype):
+    # np.dtype(None) is float64 and np.dtype(str) has itemsize 0: both would count silently
+    with pytest.raises(TypeError, match=r"^dtype=.*expected a numeric numpy dtype"):
+        al.kv_cache_bytes(10, n_layers=2, n_kv_heads=2, d_head=4, dtype=dtype)
+    with pytest.raises(TypeError, match=r"^dtype=.*expected a numeric numpy dtype"):
+        al.score_matrix_bytes(4, 4, dtype)
+
+
+@pytest.mark.parametrize(("dtype", "itemsize"), [("float16", 2), (np.int8, 1), (np.uint32, 4),
+                                                 (np.complex64, 8), (np.dtype("<f8"), 8)])
+def test_byte_counts_take_numeric_dtypes(dtype, itemsize):
+    assert al.score_matrix_bytes(3, 5, dtype) == 15 * itemsize
+    assert al.kv_cache_bytes(3, n_layers=1, n_kv_heads=1, d_head=5, dtype=dtype) == \
+        2 * 15 * itemsize
+
+
+@pytest.mark.parametrize("strategy", [None, ["cache"], "CACHE"])
+def test_decode_strategy_is_one_of_three(strategy):
+    with pytest.raises(ValueError, match=r"^strategy=.*expected one of 'cache', "
+                                         r"'recompute_kv', 'recompute_all'"):
+        al.generation_multiplications(3, 4, 4, strategy=strategy)

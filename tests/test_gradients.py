@@ -245,3 +245,21 @@ def test_backward_validates_like_the_forward_pass():
     bad[1, 2] = np.nan
     with pytest.raises(ValueError, match=r"grad_output contains 1 NaN .* at index \(1, 2\)"):
         attention_backward(q, q, q, bad)
+
+
+def test_float16_gradients_are_computed_in_float32():
+    rng = np.random.default_rng(50)
+    q, k, v = (rng.standard_normal((5, 8)) for _ in range(3))
+    v *= 100.0
+    d_out = rng.standard_normal((5, 8)) * 100.0  # dZ V^T reaches 8e4 > 65504; dq 2e4
+    grads16 = attention_backward(*(a.astype(np.float16) for a in (q, k, v, d_out)),
+                                    causal=True)
+    grads64 = attention_backward(*(a.astype(np.float16).astype(np.float64)
+                                      for a in (q, k, v, d_out)), causal=True)
+    for g16, g64 in zip(grads16, grads64, strict=True):
+        assert g16.dtype == np.float16 and np.all(np.isfinite(g16))
+        np.testing.assert_allclose(g16.astype(np.float64), g64, rtol=1e-2,
+                                   atol=1e-3 * np.abs(g64).max())
+    p = np.full((3, 6), 1 / 6, dtype=np.float16)
+    g = rng.standard_normal((3, 6)).astype(np.float16)
+    assert softmax_vjp(p, g).dtype == np.float16

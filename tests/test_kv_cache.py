@@ -221,3 +221,14 @@ def test_keys_and_values_of_different_float_dtypes_are_refused():
     assert len(cache) == 0 and cache.dtype is None  # nothing was stored
     cache.append(np.ones((2, 4), np.float32), np.ones((2, 4), np.float32))
     assert cache.dtype == np.float32
+
+
+def test_integer_keys_with_float32_values_are_refused():
+    # result_type(int64, float32) is float64: the cache would silently widen float32
+    cache = KVCache()
+    with pytest.raises(TypeError, match=r"^k has dtype int64 but v has dtype float32.*float64"):
+        cache.append(np.ones((2, 4), np.int64), np.ones((2, 4), np.float32))
+    with pytest.raises(TypeError, match=r"^k has dtype float16 but v has dtype int8"):
+        cache.append(np.ones((2, 4), np.float16), np.ones((2, 4), np.int8))
+    cache.append(np.ones((2, 4), np.int64), np.ones((2, 4), np.int32))  # integers: float64
+    assert cache.dtype == np.float64

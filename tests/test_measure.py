@@ -138,3 +138,30 @@ def test_benchmark_machine_names_the_cpu_and_the_blas_kernel():
     assert any(f"ran its {k} kernels" in line for k in kernels)
     bare = {"machine": {k: v for k, v in machine.items() if k != "blas"}}
     assert "kernels" not in al.benchmark_machine(bare)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float16, np.float32])
+def test_power_law_fit_of_small_dtypes(dtype):
+    # y = 3 x^2 exactly: the fit recovers (2, 3) whatever the dtype holds the numbers
+    x = np.array([1, 2, 4, 8], dtype=dtype)
+    y = np.array([3, 12, 48, 192], dtype=np.int16 if dtype == np.int8 else dtype)
+    p, c = al.power_law_fit(x, y)
+    assert abs(p - 2) < 1e-9 and abs(c - 3) < 1e-9
+    assert type(p) is float and type(c) is float
+
+
+def test_power_law_fit_names_the_original_dtype():
+    with pytest.raises(ValueError, match=r"^x has shape \(2,\), dtype int8 and y shape \(3,\)"):
+        al.power_law_fit(np.array([1, 2], dtype=np.int8), [1.0, 2.0, 3.0])
+
+
+def test_best_time_needs_callables():
+    with pytest.raises(TypeError, match="^fn is int"):
+        al.best_time(3)
+    with pytest.raises(TypeError, match="^timer is float"):
+        al.best_time(lambda: None, timer=1.0)
+
+
+def test_cpu_description_needs_text():
+    with pytest.raises(TypeError, match="^cpuinfo is bytes"):
+        al.cpu_description(b"model name\t: Some CPU\n")

@@ -549,3 +549,16 @@ def test_a_mask_with_batch_axes_the_input_lacks_is_refused():
         mha(x, mask=np.ones((3, 1, 2, 5, 5), dtype=bool))
     with pytest.raises(ValueError, match=r"^mask has shape \(1, 3, 5, 5\)"):
         mha(x, mask=np.ones((1, 3, 5, 5), dtype=bool))  # 3 heads' masks for 2 heads
+
+
+def test_float16_is_computed_in_float32():
+    mha = MultiHeadAttention(8, 2, rng=np.random.default_rng(40))
+    mha.W_Q = mha.W_K = mha.W_V = np.ones((8, 8)) / 4
+    mha.W_O = np.eye(8) / 1000
+    x = np.random.default_rng(41).uniform(30000, 40000, size=(6, 8)).astype(np.float16)
+    out16, w16 = mha(x)  # a row of x @ W_Q sums to ~70000: beyond float16's 65504
+    out64, w64 = mha(x.astype(np.float64))
+    assert out16.dtype == w16.dtype == np.float16
+    assert np.all(np.isfinite(out16)) and np.all(np.isfinite(w16))
+    np.testing.assert_allclose(out16.astype(np.float64), out64, rtol=2e-3)
+    np.testing.assert_allclose(w16.astype(np.float64), w64, atol=2e-3)

@@ -149,3 +149,31 @@ def test_shift_matrix_bad_input():
         al.sinusoidal_shift_matrix("1", 4)
     with pytest.raises(ValueError, match="k="):
         al.sinusoidal_shift_matrix(math.inf, 4)
+
+
+@pytest.mark.parametrize("base", [True, 2 + 0j, np.complex128(100), "10000", None])
+def test_base_is_a_real_number(base):
+    with pytest.raises(TypeError, match=r"^base=.*expected a real number"):
+        al.position_frequencies(4, base=base)
+
+
+@pytest.mark.parametrize("base", [1.0, 0.5, -3, math.inf, math.nan])
+def test_base_is_above_one_and_finite(base):
+    with pytest.raises(ValueError, match=r"^base="):
+        al.sinusoidal_positions(3, 4, base=base)
+
+
+def test_shift_k_is_a_real_number():
+    for k in (True, 1j, [1]):
+        with pytest.raises(TypeError, match=r"^k=.*expected a real number"):
+            al.sinusoidal_shift_matrix(k, 4)
+    np.testing.assert_array_equal(al.sinusoidal_shift_matrix(np.float32(2), 4),
+                                  al.sinusoidal_shift_matrix(2, 4))
+
+
+def test_rotary_of_float16_is_computed_in_float32():
+    x = np.random.default_rng(30).standard_normal((5, 8))
+    out16 = al.apply_rotary(x.astype(np.float16))
+    assert out16.dtype == np.float16
+    want = rotary_reference(x.astype(np.float16).astype(np.float64), np.arange(5))
+    np.testing.assert_allclose(out16.astype(np.float64), want, atol=4e-3)

@@ -207,3 +207,60 @@ def test_bad_inputs_name_the_argument():
 def test_recurrent_matrix_size_errors_match_the_other_functions(d_h, error):
     with pytest.raises(error, match=rf"^d_h={d_h!r}; expected a positive integer"):
         al.recurrent_matrix(d_h, 0.9, np.random.default_rng(0))
+
+
+# --------------------------------------------------------------------------------------
+# dtypes: float32 stays float32, float16 and small integers do not crash inside numpy
+# --------------------------------------------------------------------------------------
+
+def _rnn_loop(x, w, u, h0):
+    """The recurrence with Python floats, one step and one entry at a time."""
+    h, out = list(map(float, h0)), []
+    for xt in x:
+        h = [math.tanh(sum(w[i][j] * h[j] for j in range(len(h)))
+                       + sum(u[i][j] * xt[j] for j in range(len(xt)))) for i in range(len(h))]
+        out.append(h)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_rnn_keeps_the_float_dtype(dtype):
+    rng = np.random.default_rng(20)
+    x, w, u = (rng.standard_normal(s).astype(dtype) for s in ((6, 3), (4, 4), (4, 3)))
+    w = w * dtype(0.4)
+    h = al.rnn_forward(x, w, u)
+    assert h.dtype == dtype  # no float64 zeros for h0 promoting float32
+    tol = {np.float16: 3e-3, np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    want = _rnn_loop(x.astype(float).tolist(), w.astype(float).tolist(),
+                     u.astype(float).tolist(), [0.0] * 4)
+    np.testing.assert_allclose(h.astype(np.float64), want, atol=tol)
+    assert al.rnn_sweep(h, x, w, u).dtype == dtype
+    assert al.rnn_forward(x, w, u, np.zeros(4)).dtype == np.float64  # a float64 h0 widens
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8, np.int16, np.float32])
+def test_spectral_radius_of_small_dtypes(dtype):
+    w = np.array([[0, 2], [1, 0]], dtype=dtype)  # eigenvalues +-sqrt(2)
+    assert abs(al.spectral_radius(w) - math.sqrt(2)) < 1e-6
+
+
+def test_recurrent_matrix_radius_and_rng_are_checked():
+    with pytest.raises(TypeError, match=r"^radius=True; expected a real number"):
+        al.recurrent_matrix(3, True, np.random.default_rng(0))
+    with pytest.raises(TypeError, match=r"^radius='1'"):
+        al.recurrent_matrix(3, "1", np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"^radius=0.0; expected a number > 0"):
+        al.recurrent_matrix(3, 0.0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match=r"^rng=None"):
+        al.recurrent_matrix(3, 1.0, None)
+    w = al.recurrent_matrix(5, np.float32(0.5), np.random.default_rng(0))
+    assert w.dtype == np.float64 and abs(al.spectral_radius(w) - 0.5) < 1e-12
+
+
+def test_jacobian_products_source_is_an_index():
+    h = al.rnn_forward(np.ones((4, 2)), 0.3 * np.eye(3), np.ones((3, 2)))
+    with pytest.raises(ValueError, match=r"^source=-1; expected a position from 0 to 3"):
+        al.rnn_jacobian_products(h, 0.3 * np.eye(3), source=-1)
+    with pytest.raises(TypeError, match=r"^source=True"):
+        al.rnn_jacobian_products(h, 0.3 * np.eye(3), source=True)
+    assert al.rnn_jacobian_products(h, 0.3 * np.eye(3), source=np.int64(3)).shape == (1, 3, 3)
