@@ -189,8 +189,11 @@ def test_grid_query_by_index_equals_query_by_token():
         assert [p.get_height() for p in ax_a.patches] == [p.get_height() for p in ax_b.patches]
 
 
-@pytest.mark.parametrize(("query", "message"), [("dog", r"^query='dog' is not one of"),
-                                                (4, r"^query=4 is out of range")])
+@pytest.mark.parametrize(("query", "message"), [
+    ("dog", r"^query='dog'; expected one of the tokens"),
+    (4, r"^query=4; expected .* a position from 0 to 3"),
+    (-1, r"^query=-1; expected .* a position from 0 to 3"),  # not wrapped to the last token
+])
 def test_unknown_query_is_refused(query, message):
     with pytest.raises(ValueError, match=message):
         projection_scale_grid(EX, [1.0], query=query)
