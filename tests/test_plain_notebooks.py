@@ -135,7 +135,8 @@ def _book(tmp_labels=None) -> object:
     b = plain.Book(root=ROOT, site="https://example.org/book/")
     b.labels = {"eq-a": ("notation", "eq", "3"), "eq-local": ("chapters/04_x", "eq", "4.1"),
                 "sec-cost": ("chapters/04_x", "section", "Cost: the matrix"),
-                "ex-one": ("chapters/04_x", "exercise", "4.2")}
+                "ex-one": ("chapters/04_x", "exercise", "4.2"),
+                "para-x": ("chapters/04_x", "section", "")}  # a target on no heading
     b.citations = {"vaswani2017attention": "Vaswani et al., 2017",
                    "jain2019attention": "Jain and Wallace, 2019"}
     b.titles = {"notation": "Notation"}
@@ -186,7 +187,8 @@ def test_asides_exercises_and_solutions():
 
 def test_unknown_myst_fails_naming_the_chapter_and_the_text():
     for text in ("a {glue:text}`x` b", "```{margin}\nx\n```", "{eval}`not_recorded`",
-                 "{eq}`eq-nowhere`", "{cite}`nobody2020`", "  :::{note}\n  x\n  :::"):
+                 "{eq}`eq-nowhere`", "{cite}`nobody2020`", "  :::{note}\n  x\n  :::",
+                 "{ref}`para-x`", ":::{admonition} x\nnever closed"):
         with pytest.raises(plain.PlainError, match=r"chapters/04_x: .*"):
             _md(text)
 
@@ -242,6 +244,10 @@ def test_eval_values_are_read_where_the_cell_quotes_them(tmp_path):
     nb["cells"][2]["source"] = "import numpy as np\nv_txt = np.float64(0.5)"
     path.write_text(json.dumps(nb))
     with pytest.raises(plain.PlainError, match="v_txt.*float64"):
+        plain.execute_values(path)
+    nb["cells"][2]["source"] = "del v_txt"  # quoted by m2 after it is gone
+    path.write_text(json.dumps(nb))
+    with pytest.raises(plain.PlainError, match="x.ipynb does not run"):
         plain.execute_values(path)
 
 

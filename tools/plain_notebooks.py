@@ -155,8 +155,10 @@ def _index_labels(book: Book, docname: str, text: str, secnum: tuple[int, ...],
             book.labels[found["label"]] = (docname, "eq", _next(counters, "eq", secnum))
         found = TARGET.match(line)
         if found:
-            title = next((re.sub(r"^#+\s+", "", ln).strip() for ln in lines[i + 1:]
-                          if ln.strip()), "")
+            following = next((ln for ln in lines[i + 1:] if ln.strip()), "")
+            heading = re.match(r"^#{1,6}\s+(.*)$", following)
+            # a target on a heading is a section; anywhere else it has no title of its own
+            title = heading.group(1).strip() if heading else ""
             book.labels[found["label"]] = (docname, "section", title)
         fence = FENCE.match(line)
         if fence and fence["name"] == "exercise":
@@ -405,6 +407,9 @@ def _role(name: str, text: str, page: Page) -> str:
             shown = (shown.replace("{number}", info).replace("%s", info) if shown
                      else f"{kind_name} {info}")
         elif not shown:
+            if kind == "section" and not info:
+                raise page.fail("a {ref} without text to a label that is not on a heading",
+                                text)
             shown = info if kind == "section" else f"Exercise {info}" if kind == "exercise" \
                 else f"({info})"
         return f"[{shown}]({book.page(docname, anchor)})"
@@ -631,6 +636,7 @@ def execute_values(path: Path, timeout: int = 900) -> dict[str, dict[str, str]]:
     """Run the chapter with a probe before each markdown cell that quotes names."""
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
     probes: list[str] = []
@@ -642,8 +648,12 @@ def execute_values(path: Path, timeout: int = 900) -> dict[str, dict[str, str]]:
         elif cell.cell_type == "code":
             run_cells.append(copy.deepcopy(cell))
     run = nbformat.v4.new_notebook(cells=run_cells, metadata=nb.metadata)
-    NotebookClient(run, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    try:
+        NotebookClient(run, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    except CellExecutionError as error:
+        raise PlainError(f"{path.name} does not run (a quoted name must be assigned "
+                         f"before the cell that quotes it):\n{error}") from error
     found = []
     for cell in run.cells:
         for out in cell.get("outputs", []):
