@@ -63,9 +63,10 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest --durations=5
 
 # Strict nbval: every stored text output must come back identical. The set of
-# notebooks in chapters/ equals the set in _toc.yml (tests/test_book_layout.py).
+# notebooks in chapters/ equals the set in _toc.yml (tests/test_book_layout.py);
+# colab/ holds their plain-Markdown copies (tools/plain_notebooks.py), run the same way.
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters --durations=10
+	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters colab --durations=10
 
 site-tests: $(STAMP)
 	$(BIN)/python -m pytest tests/website

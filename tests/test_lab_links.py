@@ -1,0 +1,73 @@
+"""Cross-page references in the chapters as links JupyterLab can show (tools/lab_links.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+lab_links = _load("lab_links")
+plain = lab_links.plain
+
+
+@pytest.fixture(scope="module")
+def book():
+    b = plain.Book(root=ROOT, site="https://example.org/book/")
+    b.labels = {"eq-a": ("notation", "eq", "3"), "eq-here": ("chapters/04_x", "eq", "4.1"),
+                "sec-there": ("chapters/07_y", "section", "Cost"),
+                "sec-here": ("chapters/04_x", "section", "Here")}
+    b.citations = {"vaswani2017attention": "Vaswani et al., 2017"}
+    b.titles = {"notation": "Notation"}
+    return b
+
+
+def test_cross_page_roles_become_website_links_and_local_ones_stay(book, monkeypatch):
+    monkeypatch.setattr(plain, "toc_entries",
+                        lambda root=None: [("intro", False), ("notation", False),
+                                           ("chapters/04_x", True), ("chapters/07_y", True)])
+    text = ("By {eq}`eq-a` and {eq}`eq-here`, see {ref}`sec-there` and {ref}`sec-here`, "
+            "{doc}`../notation` {cite}`vaswani2017attention`.")
+    assert lab_links.cross_page_roles(text, "chapters/04_x", book) == [
+        "{eq}`eq-a`", "{ref}`sec-there`", "{doc}`../notation`",
+        "{cite}`vaswani2017attention`"]
+    assert lab_links.convert_text(text, "chapters/04_x", book) == (
+        "By [(3)](https://example.org/book/notation.html#equation-eq-a) and {eq}`eq-here`, "
+        "see [Cost](https://example.org/book/chapters/07_y.html#sec-there) and "
+        "{ref}`sec-here`, [Notation](https://example.org/book/notation.html) "
+        "([Vaswani et al., 2017](https://example.org/book/references.html"
+        "#cite-vaswani2017attention)).")
+    converted = lab_links.convert_text(text, "chapters/04_x", book)
+    assert lab_links.cross_page_roles(converted, "chapters/04_x", book) == []
+
+
+def test_the_rewrite_keeps_cell_ids_and_the_other_cells(book, tmp_path):
+    nb = {"cells": [
+        {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": ["See {eq}`eq-a`.\n",
+                                                                         "Next line."]},
+        {"cell_type": "code", "id": "c1", "metadata": {}, "source": ["x = 1"],
+         "outputs": [], "execution_count": 1},
+        {"cell_type": "markdown", "id": "m2", "metadata": {}, "source": ["{eq}`eq-here`"]},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "04_x.ipynb"
+    path.write_text(json.dumps(nb))
+    assert lab_links.apply(path, "chapters/04_x", book)
+    out = json.loads(path.read_text())
+    assert [c["id"] for c in out["cells"]] == ["m1", "c1", "m2"]
+    assert out["cells"][0]["source"] == [
+        "See [(3)](https://example.org/book/notation.html#equation-eq-a).\n", "Next line."]
+    assert out["cells"][1:] == nb["cells"][1:]
+    assert not lab_links.apply(path, "chapters/04_x", book)  # nothing left to do
