@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import examples, training
+from . import examples, gpt, training
 from .attention import causal_mask, project_qkv, scaled_dot_product_attention, scaled_scores
 from .block import (
     TransformerBlock,
@@ -31,6 +31,16 @@ from .costs import (
     score_matrix_bytes,
 )
 from .exercises import answer_verdict, check_answer
+from .gpt import (
+    GPTConfig,
+    generate,
+    gpt_attention_weights,
+    gpt_logits,
+    gpt_loss_and_grads,
+    gpt_parameter_shapes,
+    init_gpt,
+    next_token_distribution,
+)
 from .gradients import attention_backward, softmax_vjp
 from .kv_cache import KVCache
 from .masks import causal_tile_kinds, padding_mask
@@ -148,6 +158,16 @@ __all__ = [
     "feed_forward",
     "gpt_parameter_count",
     "layer_norm",
+    # Part V: a whole GPT
+    "gpt",
+    "GPTConfig",
+    "generate",
+    "gpt_attention_weights",
+    "gpt_logits",
+    "gpt_loss_and_grads",
+    "gpt_parameter_shapes",
+    "init_gpt",
+    "next_token_distribution",
 ]
 
 __version__ = "0.2.0"
