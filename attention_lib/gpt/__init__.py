@@ -6,7 +6,8 @@ Modules, in the order a forward pass meets them:
 - :mod:`.layers`: each layer's forward and, beside it, its backward;
 - :mod:`.model`: :func:`init_gpt`, :func:`gpt_logits`, :func:`gpt_attention_weights`,
   :func:`gpt_loss_and_grads`;
-- :mod:`.sampling`: :func:`next_token_distribution` and :func:`generate` (with the KV cache).
+- :mod:`.sampling`: :func:`next_token_distribution` and :func:`generate` (with the KV cache);
+- :mod:`.stored`: the model file (:func:`save_gpt`, :func:`load_gpt`) and the book's model.
 """
 
 from __future__ import annotations
@@ -14,14 +15,19 @@ from __future__ import annotations
 from .config import GPTConfig, gpt_parameter_shapes
 from .model import gpt_attention_weights, gpt_logits, gpt_loss_and_grads, init_gpt
 from .sampling import generate, next_token_distribution
+from .stored import BookLanguageModel, book_language_model, load_gpt, save_gpt
 
 __all__ = [
+    "BookLanguageModel",
     "GPTConfig",
+    "book_language_model",
     "generate",
     "gpt_attention_weights",
     "gpt_logits",
     "gpt_loss_and_grads",
     "gpt_parameter_shapes",
     "init_gpt",
+    "load_gpt",
     "next_token_distribution",
+    "save_gpt",
 ]
