@@ -16,7 +16,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store clean distclean
+.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store train-model clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -26,6 +26,7 @@ help:
 	@echo "make lab    JupyterLab on the chapters"
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
+	@echo "make train-model  train the book's Shakespeare model and store it in the package"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -97,6 +98,11 @@ bench: $(STAMP)
 
 bench-store: $(STAMP)
 	$(BIN)/python benchmarks/bench_attention.py --store
+
+# Trains the book's Shakespeare model (tens of minutes on 2 cores) and writes it into the
+# package, attention_lib/data/book_gpt.npz.
+train-model: $(STAMP)
+	$(BIN)/python tools/train_book_model.py
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis .ruff_cache

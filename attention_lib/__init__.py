@@ -16,9 +16,11 @@ from typing import Any
 from . import (
     attention,
     block,
+    corpus,
     costs,
     examples,  # noqa: F401 - a namespace (see _NAMESPACES)
     exercises,
+    gpt,
     gradients,
     kv_cache,
     masks,
@@ -49,6 +51,8 @@ _MODULES = (
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block
+    corpus,  # Part V: the text a whole GPT learns from
+    gpt,  # Part V: a whole GPT, its gradients, generation
 )
 
 # Namespaces: imported here, or on first use (matplotlib; the controls).

@@ -1,0 +1,33 @@
+"""A whole GPT in numpy: the configuration, the model with every gradient, generation.
+
+Modules, in the order a forward pass meets them:
+
+- :mod:`.config`: :class:`GPTConfig` and the parameters' names and shapes;
+- :mod:`.layers`: each layer's forward and, beside it, its backward;
+- :mod:`.model`: :func:`init_gpt`, :func:`gpt_logits`, :func:`gpt_attention_weights`,
+  :func:`gpt_loss_and_grads`;
+- :mod:`.sampling`: :func:`next_token_distribution` and :func:`generate` (with the KV cache);
+- :mod:`.stored`: the model file (:func:`save_gpt`, :func:`load_gpt`);
+- :mod:`.train`: training on a token stream (:func:`~attention_lib.gpt.train.train_gpt`).
+"""
+
+from __future__ import annotations
+
+from .config import GPTConfig, gpt_parameter_shapes
+from .model import gpt_attention_weights, gpt_logits, gpt_loss_and_grads, init_gpt
+from .sampling import generate, next_token_distribution
+from .stored import BookLanguageModel, load_gpt, save_gpt
+
+__all__ = [
+    "BookLanguageModel",
+    "GPTConfig",
+    "generate",
+    "gpt_attention_weights",
+    "gpt_logits",
+    "gpt_loss_and_grads",
+    "gpt_parameter_shapes",
+    "init_gpt",
+    "load_gpt",
+    "next_token_distribution",
+    "save_gpt",
+]

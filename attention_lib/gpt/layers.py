@@ -1,0 +1,133 @@
+r"""The GPT's layers, each a forward that saves what its backward needs, and that backward.
+
+Every ``*_forward`` returns ``(output, saved)``; the matching ``*_backward`` takes the
+gradient of the loss with respect to the output and ``saved``, and returns the gradient
+with respect to the input (and a dict of parameter gradients where the layer has
+parameters). The forwards compute what the book's functions compute
+(:func:`~attention_lib.layer_norm`, :func:`~attention_lib.feed_forward` with GELU,
+:func:`~attention_lib.scaled_dot_product_attention` with the causal mask,
+:func:`~attention_lib.apply_rotary`); the tests hold them to it. Shapes: ``(B, T, d)``
+for the residual stream, ``(B, h, T, d_head)`` inside attention.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..attention import scaled_dot_product_attention
+from ..gradients import attention_backward
+from ..multihead import merge_heads, split_heads
+from ..positions import apply_rotary
+
+__all__: list[str] = []
+
+LN_EPS = 1e-5
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def layer_norm_forward(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray,
+                       eps: float = LN_EPS) -> tuple[np.ndarray, tuple]:
+    """Layer norm over the last axis (population variance), saving the normalised rows."""
+    mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    centred = x - mu  # (..., d)
+    var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1)
+    rstd = 1.0 / np.sqrt(var + eps)  # (..., 1)
+    xhat = centred * rstd  # (..., d)
+    return xhat * gamma + beta, (xhat, rstd, gamma)
+
+
+def layer_norm_backward(dy: np.ndarray, saved: tuple) -> tuple[np.ndarray, np.ndarray,
+                                                                np.ndarray]:
+    r"""``(dx, dgamma, dbeta)``.
+
+    With :math:`\hat x = (x - \mu)\,r` and :math:`g = dy \odot \gamma`,
+    :math:`dx = r\,\bigl(g - \overline{g} - \hat x\,\overline{g \odot \hat x}\bigr)`
+    (bars are means over the row).
+    """
+    xhat, rstd, gamma = saved
+    rows = dy.reshape(-1, dy.shape[-1])
+    dgamma = np.einsum("rd,rd->d", rows, xhat.reshape(rows.shape))
+    dbeta = rows.sum(axis=0)
+    g = dy * gamma  # (..., d)
+    dx = rstd * (g - g.mean(axis=-1, keepdims=True)
+                 - xhat * np.mean(g * xhat, axis=-1, keepdims=True))
+    return dx, dgamma, dbeta
+
+
+def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
+                                                                         np.ndarray,
+                                                                         np.ndarray]:
+    """For ``y = x @ w + b`` over (..., n_in): ``(dx, dw, db)``."""
+    x2 = x.reshape(-1, x.shape[-1])  # (rows, n_in)
+    dy2 = dy.reshape(-1, dy.shape[-1])  # (rows, n_out)
+    return dy @ w.T, x2.T @ dy2, dy2.sum(axis=0)
+
+
+def gelu_forward(h: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """GELU, tanh approximation (GPT-2), saving the input and the tanh."""
+    t = np.tanh(_GELU_C * (h + 0.044715 * h**3))
+    return 0.5 * h * (1.0 + t), (h, t)
+
+
+def gelu_backward(dy: np.ndarray, saved: tuple) -> np.ndarray:
+    r""":math:`g'(h) = \tfrac12(1 + t) + \tfrac12 h (1 - t^2)\,c\,(1 + 3 \cdot 0.044715 h^2)`."""
+    h, t = saved
+    slope = 0.5 * (1.0 + t) + 0.5 * h * (1.0 - t * t) * _GELU_C * (1.0 + 3 * 0.044715 * h * h)
+    return dy * slope
+
+
+def feed_forward_forward(x: np.ndarray, p: dict[str, np.ndarray],
+                         prefix: str) -> tuple[np.ndarray, tuple]:
+    """``GELU(x W_1 + b_1) W_2 + b_2`` over (B, T, d)."""
+    hidden = x @ p[prefix + "w1"] + p[prefix + "b1"]  # (B, T, f)
+    act, gelu_saved = gelu_forward(hidden)
+    return act @ p[prefix + "w2"] + p[prefix + "b2"], (x, act, gelu_saved)
+
+
+def feed_forward_backward(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
+                          prefix: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    x, act, gelu_saved = saved
+    d_act, dw2, db2 = linear_backward(dy, act, p[prefix + "w2"])
+    d_hidden = gelu_backward(d_act, gelu_saved)
+    dx, dw1, db1 = linear_backward(d_hidden, x, p[prefix + "w1"])
+    return dx, {prefix + "w1": dw1, prefix + "b1": db1, prefix + "w2": dw2, prefix + "b2": db2}
+
+
+def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, n_heads: int,
+                      rope: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
+    """Causal multi-head self-attention over (B, T, d): ``(output, weights, saved)``.
+
+    ``weights`` has shape (B, h, T, T).
+    """
+    q, k, v = (split_heads(x @ p[prefix + f"w_{m}"] + p[prefix + f"b_{m}"], n_heads)
+               for m in "qkv")  # (B, h, T, d_head) each
+    if rope:
+        q, k = apply_rotary(q), apply_rotary(k)  # positions 0 .. T-1 along axis -2
+    heads, weights = scaled_dot_product_attention(q, k, v, causal=True)  # (B, h, T, d_head)
+    merged = merge_heads(heads)  # (B, T, d)
+    out = merged @ p[prefix + "w_o"] + p[prefix + "b_o"]
+    return out, weights, (x, q, k, v, merged)
+
+
+def attention_backward_layer(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
+                             prefix: str, n_heads: int,
+                             rope: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Backward of :func:`attention_forward`, through :func:`~attention_lib.attention_backward`."""
+    x, q, k, v, merged = saved
+    grads: dict[str, np.ndarray] = {}
+    d_merged, grads[prefix + "w_o"], grads[prefix + "b_o"] = linear_backward(
+        dy, merged, p[prefix + "w_o"])
+    d_heads = split_heads(d_merged, n_heads)  # (B, h, T, d_head)
+    dq, dk, dv = attention_backward(q, k, v, d_heads, causal=True)
+    if rope:
+        # A rotation's transpose is the rotation by the opposite angle.
+        back = -np.arange(q.shape[-2], dtype=np.float64)
+        dq, dk = apply_rotary(dq, back), apply_rotary(dk, back)
+    dx = np.zeros_like(x)
+    for m, dm in zip("qkv", (dq, dk, dv), strict=True):
+        d_in, grads[prefix + f"w_{m}"], grads[prefix + f"b_{m}"] = linear_backward(
+            merge_heads(dm), x, p[prefix + f"w_{m}"])  # (B, T, d)
+        dx += d_in
+    return dx, grads

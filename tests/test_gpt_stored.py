@@ -1,0 +1,89 @@
+"""The model file: what save_gpt writes, load_gpt reads back, and what it refuses."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+import attention_lib as al
+from attention_lib.corpus import CharTokenizer
+from attention_lib.gpt.stored import META, load_gpt, save_gpt
+
+CONFIG = al.GPTConfig(vocab_size=5, context=4, d_model=4, n_layers=1, n_heads=2)
+TOK = CharTokenizer("abcde")
+
+
+def test_round_trip(tmp_path):
+    params = al.init_gpt(CONFIG, seed=3)
+    save_gpt(tmp_path / "m.npz", params, CONFIG, TOK, {"steps": [1, 2], "loss": [4.1, 3.9]})
+    model = load_gpt(tmp_path / "m.npz")
+    assert model.config == CONFIG and model.tokenizer == TOK
+    assert model.log == {"steps": [1, 2], "loss": [4.1, 3.9]}
+    assert set(model.params) == set(params)
+    for name, a in params.items():
+        np.testing.assert_array_equal(model.params[name], a)
+        assert model.params[name].dtype == a.dtype
+    assert model.decode(model.encode("bead")) == "bead"
+
+
+def _write(tmp_path, arrays, meta):
+    blob = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays, **{META: blob})
+    path = tmp_path / "bad.npz"
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+def _meta(**over):
+    meta = {"format": 1, "config": {"vocab_size": 5, "context": 4, "d_model": 4,
+                                    "n_layers": 1, "n_heads": 2}, "alphabet": "abcde", "log": {}}
+    meta.update(over)
+    return meta
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda a, m: a.update(wte=a["wte"][:, :3]), "wte"),
+    (lambda a, m: a.update(wte=np.full((5, 4), np.nan, np.float32)), "non-finite"),
+    (lambda a, m: a.update(wte=a["wte"].astype(np.float16)), "float32 or float64"),
+    (lambda a, m: a.update(wte=np.array([["x"] * 4] * 5)), "float32 or float64"),
+    (lambda a, m: a.pop("wpe"), "missing"),
+    (lambda a, m: a.update(extra=np.zeros(2, np.float32)), "unexpected"),
+    (lambda a, m: m.update(alphabet="abc"), "alphabet has 3"),
+    (lambda a, m: m.update(alphabet=7), "alphabet"),
+    (lambda a, m: m.update(config=[1, 2]), "config"),
+    (lambda a, m: m["config"].update(colour="red"), "not a GPTConfig"),
+    (lambda a, m: m.update(format=2), "format-1"),
+])
+def test_load_refuses_a_broken_file(tmp_path, change, message):
+    arrays = dict(al.init_gpt(CONFIG))
+    meta = _meta()
+    change(arrays, meta)
+    with pytest.raises((ValueError, TypeError), match=message):
+        load_gpt(_write(tmp_path, arrays, meta))
+
+
+def test_load_refuses_files_that_are_not_models(tmp_path):
+    (tmp_path / "x.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a model file"):
+        load_gpt(tmp_path / "x.npz")
+    buffer = io.BytesIO()
+    np.savez(buffer, wte=np.zeros((5, 4)))
+    (tmp_path / "y.npz").write_bytes(buffer.getvalue())
+    with pytest.raises(ValueError, match="__meta__"):
+        load_gpt(tmp_path / "y.npz")
+    with pytest.raises(ValueError, match="plain data"):
+        load_gpt(_write(tmp_path, {"wte": np.array([{"a": 1}], dtype=object)}, _meta()))
+
+
+def test_save_refuses_non_finite_or_mismatched_parameters(tmp_path):
+    params = al.init_gpt(CONFIG)
+    params["ln_f.gamma"] = params["ln_f.gamma"] * np.nan
+    with pytest.raises(ValueError, match="ln_f.gamma"):
+        save_gpt(tmp_path / "m.npz", params, CONFIG, TOK)
+    with pytest.raises(ValueError, match="vocab_size"):
+        save_gpt(tmp_path / "m.npz", al.init_gpt(CONFIG), CONFIG, CharTokenizer("abc"))
+    assert not (tmp_path / "m.npz").exists()
