@@ -170,6 +170,23 @@ def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
     return (positive_int(sizes[0], "block_size[0]"), positive_int(sizes[1], "block_size[1]"))
 
 
+def _tiled_inputs(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool, block_size: int | tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], bool, tuple[int, int], np.dtype]:
+    """The checks both tiled engines start with.
+
+    Returns q, k, v cast to the dtype they are computed in (float16 in float32),
+    their broadcast leading shape, ``causal`` as a bool, ``(b_q, b_k)`` and the
+    dtype of the result.
+    """
+    q, k, v, batch = check_attention_inputs(q, k, v)
+    causal = check_flag(causal, "causal")
+    blocks = _block_sizes(block_size)
+    out_dtype = q.dtype
+    work = compute_dtype(out_dtype)  # float16 is accumulated in float32
+    return (*(a.astype(work, copy=False) for a in (q, k, v)), batch, causal, blocks, out_dtype)
+
+
 # --------------------------------------------------------------------------------------
 # The readable version: a plain loop over query and key tiles
 # --------------------------------------------------------------------------------------
@@ -235,16 +252,12 @@ def tiled_attention_reference(
     >>> bool(np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0]))
     True
     """
-    q, k, v, batch = check_attention_inputs(q, k, v)
-    causal = check_flag(causal, "causal")
-    b_q, b_k = _block_sizes(block_size)
+    q, k, v, batch, causal, (b_q, b_k), out_dtype = _tiled_inputs(q, k, v, causal, block_size)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if causal:
         check_causal_sizes(n_q, n_k)
         kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k)  # (T_q, T_k)
         visible = causal_mask(n_q, n_k)  # (n_q, n_k), True = may attend
-    out_dtype = q.dtype
-    q, k, v = (a.astype(compute_dtype(out_dtype), copy=False) for a in (q, k, v))
     out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
     for a, i0 in enumerate(range(0, n_q, b_q)):
         rows = slice(i0, min(i0 + b_q, n_q))
@@ -598,9 +611,8 @@ def tiled_attention(
     >>> bool(np.allclose(out, ref, rtol=0, atol=1e-12))
     True
     """
-    q, k, v, batch = check_attention_inputs(q, k, v)
-    causal = check_flag(causal, "causal")
-    block_q, block_k = _block_sizes(block_size)
+    q, k, v, batch, causal, (block_q, block_k), out_dtype = _tiled_inputs(
+        q, k, v, causal, block_size)
     if workers is not None:
         workers = positive_int(workers, "workers", what="or None")
     n_q, d_k = q.shape[-2:]
@@ -608,10 +620,7 @@ def tiled_attention(
     if causal:
         check_causal_sizes(n_q, n_k)
 
-    out_dtype = q.dtype
-    dtype = compute_dtype(out_dtype)  # float16 is accumulated in float32
-    q, k, v = (a.astype(dtype, copy=False) for a in (q, k, v))
-    out = np.empty((*batch, n_q, d_v), dtype=dtype)  # (..., n_q, d_v)
+    out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
     q_all = np.broadcast_to(q, (*batch, n_q, d_k))  # views, no copies
     k_all = np.broadcast_to(k, (*batch, n_k, d_k))
     v_all = np.broadcast_to(v, (*batch, n_k, d_v))
