@@ -1,10 +1,5 @@
-"""The checks of arrays, scalars, flags, sizes and attention inputs (see the package).
-
-Each public function turns its arguments into numpy arrays and plain Python
-values here, so that bad input fails early with a message that names the
-argument, what it got and what was expected. Nothing in this module computes
-attention.
-"""
+"""The checks of arrays, scalars, flags, sizes, dtypes, positions and attention inputs
+(what they are for: see the package)."""
 
 from __future__ import annotations
 
