@@ -21,6 +21,7 @@ from .element import (
     labels,
     uid,
     vec,
+    weights_table,
 )
 
 __all__ = ["causal_stepper"]
@@ -118,9 +119,7 @@ disabled autocomplete="off"></div>
 <p>The cache holds the keys and values of positions 1 to <span class="lc-t">{t}</span>:</p>
 <ul class="lc-terms lc-cache">{cache}</ul>
 <p>Scores q<sub>t</sub>·k<sub>j</sub> / √d<sub>k</sub> and weights of the new query:</p>
-<table class="lc-weights"><thead><tr><th scope="col">key</th><th scope="col" class="lc-num">
-score</th><th scope="col">weight</th><th scope="col" class="lc-num">a</th></tr></thead>
-<tbody>{rows}</tbody></table>
+{weights_table(rows)}
 <p>output z<sub>t</sub> = <span class="lc-vec lc-output">{vec(out[t - 1], 3)}</span></p>"""
     alt = (f"step through causal attention over {' '.join(names)}: at step t the new query "
            "sees positions 1 to t, the cache holds their keys and values")
