@@ -77,9 +77,7 @@ def causal_stepper(
     >>> "next token" in causal_stepper(q, k, v, ["a", "b", "c"])._repr_html_()
     True
     """
-    q = as_real_array(q, "q", min_ndim=2)
-    k = as_real_array(k, "k", min_ndim=2)
-    v = as_real_array(v, "v", min_ndim=2)
+    q, k, v = (as_real_array(a, name, min_ndim=2) for a, name in ((q, "q"), (k, "k"), (v, "v")))
     for name, a in (("q", q), ("k", k), ("v", v)):
         if a.ndim != 2:
             raise ValueError(f"{name} has shape {a.shape}; expected one row per position, "
