@@ -210,14 +210,8 @@ def retrieval_playground(
 
     Notes
     -----
-    The script computes what :func:`attention_lib.retrieval_forward` returns:
-
-    .. math::
-
-        X = E_{\text{key}}[\text{keys}] + E_{\text{value}}[\text{values}], \quad
-        \mathbf a = \operatorname{softmax}\bigl(E_{\text{query}}[q] W_Q (X W_K)^{\mathsf T}
-        / \sqrt{d_k}\bigr), \quad
-        \boldsymbol\ell = \mathbf a X W_V W_{\text{out}} + \mathbf b_{\text{out}} .
+    The script computes the weights and logits :func:`attention_lib.retrieval_forward`
+    returns (its Notes give the formula), in double precision and with the same operations.
 
     Examples
     --------
