@@ -21,6 +21,7 @@ from .element import (
     labels,
     uid,
     vec,
+    weights_table,
 )
 
 __all__ = ["causal_stepper"]
@@ -76,9 +77,7 @@ def causal_stepper(
     >>> "next token" in causal_stepper(q, k, v, ["a", "b", "c"])._repr_html_()
     True
     """
-    q = as_real_array(q, "q", min_ndim=2)
-    k = as_real_array(k, "k", min_ndim=2)
-    v = as_real_array(v, "v", min_ndim=2)
+    q, k, v = (as_real_array(a, name, min_ndim=2) for a, name in ((q, "q"), (k, "k"), (v, "v")))
     for name, a in (("q", q), ("k", k), ("v", v)):
         if a.ndim != 2:
             raise ValueError(f"{name} has shape {a.shape}; expected one row per position, "
@@ -118,9 +117,7 @@ disabled autocomplete="off"></div>
 <p>The cache holds the keys and values of positions 1 to <span class="lc-t">{t}</span>:</p>
 <ul class="lc-terms lc-cache">{cache}</ul>
 <p>Scores q<sub>t</sub>·k<sub>j</sub> / √d<sub>k</sub> and weights of the new query:</p>
-<table class="lc-weights"><thead><tr><th scope="col">key</th><th scope="col" class="lc-num">
-score</th><th scope="col">weight</th><th scope="col" class="lc-num">a</th></tr></thead>
-<tbody>{rows}</tbody></table>
+{weights_table(rows)}
 <p>output z<sub>t</sub> = <span class="lc-vec lc-output">{vec(out[t - 1], 3)}</span></p>"""
     alt = (f"step through causal attention over {' '.join(names)}: at step t the new query "
            "sees positions 1 to t, the cache holds their keys and values")

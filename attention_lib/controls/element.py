@@ -139,6 +139,14 @@ def bar_row(label: str, p: float, digits: int, score: str | None = None,
                 score="" if score is None else fill(TEMPLATES["score_cell"], score=score))
 
 
+def weights_table(rows: str, weight: str = "a") -> str:
+    """The table of one query's weights: key, score, bar and ``weight`` columns, ``rows``
+    (from :func:`bar_row`) as its body."""
+    return ('<table class="lc-weights"><thead><tr><th scope="col">key</th><th scope="col" '
+            'class="lc-num">\nscore</th><th scope="col">weight</th><th scope="col" '
+            f'class="lc-num">{weight}</th></tr></thead>\n<tbody>{rows}</tbody></table>')
+
+
 def heat_cell(w: float) -> str:
     """One heatmap cell of weight ``w``, from the template."""
     return fill(TEMPLATES["heat_cell"], dark=" lc-dark" if w >= HEAT_DARK_FROM else "",

@@ -20,6 +20,7 @@ from .element import (
     fmt,
     uid,
     vec,
+    weights_table,
 )
 
 __all__ = ["query_picker"]
@@ -106,9 +107,7 @@ def query_picker(
 </div></div>
 <p>Scores of <strong class="lc-name">{html.escape(tokens[i])}</strong> against each key,
 q·k<sub>j</sub> / √d<sub>k</sub> with d<sub>k</sub> = {d_k}, and the softmax of them:</p>
-<table class="lc-weights"><thead><tr><th scope="col">key</th><th scope="col" class="lc-num">
-score</th><th scope="col">weight</th><th scope="col" class="lc-num">a</th></tr></thead>
-<tbody>{table}</tbody></table>
+{weights_table(table)}
 <p>The output is the weighted sum of the value vectors, one term at a time:</p>
 <ol class="lc-terms">{"".join(terms)}</ol>
 <p>output z<sub><span class="lc-name">{html.escape(tokens[i])}</span></sub> =

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_real_array, displayable
+from .._validation import displayable, weight_arrays
 from ..softmax import softmax
 from ..training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
+from ..training.retrieval import RETRIEVAL_SHAPES
 from .element import (
     TEMPLATES,
     ControlElement,
@@ -73,18 +74,9 @@ def _load_model(model: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     params_doc = doc.get("params")
     if not isinstance(params_doc, Mapping) or any(n not in params_doc for n in RETRIEVAL_PARAMS):
         raise ValueError(f"model lacks some of the params {list(RETRIEVAL_PARAMS)}")
-    params = {n: as_real_array(params_doc[n], f"model params {n}", min_ndim=1).astype(np.float64)
-              for n in RETRIEVAL_PARAMS}
-    n_keys, n_values = len(vocab["keys"]), len(vocab["values"])
-    d = params["key_embed"].shape[-1]
-    d_k, d_v = params["w_q"].shape[-1], params["w_v"].shape[-1]
-    want = {"key_embed": (n_keys, d), "value_embed": (n_values, d), "query_embed": (n_keys, d),
-            "w_q": (d, d_k), "w_k": (d, d_k), "w_v": (d, d_v), "w_out": (d_v, n_values),
-            "b_out": (n_values,)}
-    for name, shape in want.items():
-        if params[name].shape != shape:
-            raise ValueError(f"model params {name} has shape {params[name].shape}; expected "
-                             f"{shape} for {n_keys} keys, {n_values} values")
+    params, _ = weight_arrays(params_doc, RETRIEVAL_SHAPES, "model params", extra="ignore",
+                              dims={"n_keys": len(vocab["keys"]),
+                                    "n_values": len(vocab["values"])})
     _check_reachable(params)
     kept = {"format": doc["format"], "vocabulary": {"keys": list(vocab["keys"]),
                                                     "values": list(vocab["values"])},
@@ -218,14 +210,8 @@ def retrieval_playground(
 
     Notes
     -----
-    The script computes what :func:`attention_lib.retrieval_forward` returns:
-
-    .. math::
-
-        X = E_{\text{key}}[\text{keys}] + E_{\text{value}}[\text{values}], \quad
-        \mathbf a = \operatorname{softmax}\bigl(E_{\text{query}}[q] W_Q (X W_K)^{\mathsf T}
-        / \sqrt{d_k}\bigr), \quad
-        \boldsymbol\ell = \mathbf a X W_V W_{\text{out}} + \mathbf b_{\text{out}} .
+    The script computes the weights and logits :func:`attention_lib.retrieval_forward`
+    returns (its Notes give the formula), in double precision and with the same operations.
 
     Examples
     --------

@@ -23,6 +23,7 @@ from .element import (
     fmt,
     scale_fields,
     uid,
+    weights_table,
 )
 
 __all__ = ["saturation_explorer"]
@@ -156,9 +157,7 @@ def saturation_explorer(
 {scale_fields(ident, "scale c", c0, hi, step)}
 </div>
 <p>scores c·s: <span class="lc-formula">{formula}</span></p>
-<table class="lc-weights"><thead><tr><th scope="col">key</th><th scope="col" class="lc-num">
-score</th><th scope="col">weight</th><th scope="col" class="lc-num">p</th></tr></thead>
-<tbody>{table}</tbody></table>
+{weights_table(table, "p")}
 <p class="lc-stats"><span>entropy <span class="lc-entropy">{fmt(st.entropy, 3)}</span> nats
 (uniform: log n = <span class="lc-logn">{fmt(math.log(len(s)), 3)}</span>)</span>
 <span>‖J‖<sub>F</sub> = <span class="lc-jnorm">{fmt(st.jacobian_norm, 4)}</span></span>
