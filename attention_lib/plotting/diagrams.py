@@ -73,8 +73,13 @@ def _bracket(ax: Axes, x: float, y_top: float, y_bottom: float) -> None:
             linewidth=1.0)
 
 
-def _title(ax: Axes, height: float, title: str) -> None:
-    """``title`` at the top left of a diagram ``height`` inches high; "" writes none."""
+def _title(ax: Axes, height: float, title: str | None, default: str) -> None:
+    """``title`` (``default`` if None) at the top left of a diagram ``height`` inches high.
+
+    An empty ``title`` writes none.
+    """
+    if title is None:
+        title = default
     if title:
         ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
 
@@ -241,9 +246,8 @@ def query_path(
     used = x_z + d_v * zcell + 0.1
     if used > width:
         ax.set_xlim(0.0, used)
-    if title is None:
-        title = f"The path of one query, {qname!r}: scores, softmax, weighted sum of values"
-    _title(ax, height, title)
+    _title(ax, height, title,
+           f"The path of one query, {qname!r}: scores, softmax, weighted sum of values")
     return ax
 
 
@@ -401,10 +405,8 @@ def head_split_flow(
     named(x_o, "output", 11, f"{n} × {d_model}")
     if x_o + wide + 0.1 > 7.0:
         ax.set_xlim(0.0, x_o + wide + 0.1)
-    if title is None:
-        title = (f"{h} head{'s' * (h != 1)}: $d_{{model}}$ = {d_model} is cut into "
-                 f"{h} × $d_k$ = {h} × {d_k} columns, then put back")
-    _title(ax, height, title)
+    _title(ax, height, title, f"{h} head{'s' * (h != 1)}: $d_{{model}}$ = {d_model} is cut "
+           f"into {h} × $d_k$ = {h} × {d_k} columns, then put back")
     return ax
 
 
@@ -548,8 +550,6 @@ def kv_cache_step(
     _arrow(ax, (x_r + t * re_ / 2, y_w - re_ - 0.3), (x_r + t * re_ / 2, y_z + 0.3), width=1.2)
     _arrow(ax, (x_cache + d_v * ew + 0.05, y_v - t * eh / 2), (x_r - 0.05, y_z - eh / 2),
            width=1.0, color="0.45")
-    if title is None:
-        title = (f"Step $t$ = {t}: one new key and value are appended; "
-                 f"the new query reads all {t} keys")
-    _title(ax, height, title)
+    _title(ax, height, title, f"Step $t$ = {t}: one new key and value are appended; "
+           f"the new query reads all {t} keys")
     return ax

@@ -212,9 +212,6 @@ def causal_tiles(
                                edgecolor="0.3", linewidth=0.8))
         ax.text(x_leg + 0.22, y_leg, text, ha="left", va="center", fontsize=9)
     counts = {k: int((kinds == k).sum()) for k in ("full", "diagonal", "skipped")}
-    if title is None:
-        title = (f"{n} × {n} scores in {b_q} × {b_k} tiles under the causal mask: "
-                 f"{counts['full']} full, {counts['diagonal']} diagonal, "
-                 f"{counts['skipped']} skipped")
-    _title(ax, height, title)
+    _title(ax, height, title, f"{n} × {n} scores in {b_q} × {b_k} tiles under the causal mask: "
+           f"{counts['full']} full, {counts['diagonal']} diagonal, {counts['skipped']} skipped")
     return ax
