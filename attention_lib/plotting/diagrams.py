@@ -67,6 +67,23 @@ def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], *,
                             "shrinkA": 0, "shrinkB": 0, "mutation_scale": 11})
 
 
+def _bracket(ax: Axes, x: float, y_top: float, y_bottom: float) -> None:
+    """A square bracket ``]`` 0.08 inch wide, from ``y_top`` down to ``y_bottom``."""
+    ax.plot([x, x + 0.08, x + 0.08, x], [y_top, y_top, y_bottom, y_bottom], color="0.3",
+            linewidth=1.0)
+
+
+def _title(ax: Axes, height: float, title: str | None, default: str) -> None:
+    """``title`` (``default`` if None) at the top left of a diagram ``height`` inches high.
+
+    An empty ``title`` writes none.
+    """
+    if title is None:
+        title = default
+    if title:
+        ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
+
+
 def query_path(
     q: ArrayLike,
     k: ArrayLike,
@@ -190,9 +207,7 @@ def query_path(
             va="center", fontsize=10)
     # 3. softmax: a bracket, then one bar per key with its weight
     x_br = x_s + 0.08
-    ax.plot([x_br, x_br + 0.08, x_br + 0.08, x_br],
-            [row_y[0] + 0.15, row_y[0] + 0.15, row_y[-1] - 0.15, row_y[-1] - 0.15],
-            color="0.3", linewidth=1.0)
+    _bracket(ax, x_br, row_y[0] + 0.15, row_y[-1] - 0.15)
     _arrow(ax, (x_br + 0.08, mid), (x_br + 0.42, mid), width=1.2)
     ax.text(x_br + 0.25, mid - 0.12, "softmax", ha="center", va="top", fontsize=9,
             rotation=90, color="0.2")
@@ -216,9 +231,7 @@ def query_path(
     ax.text(x_v + d_v * cell / 2, head, "value $v_j$", ha="center", va="center", fontsize=10)
     # 5. the sum: the output row
     x_sum = x_v + d_v * cell + 0.08
-    ax.plot([x_sum, x_sum + 0.08, x_sum + 0.08, x_sum],
-            [row_y[0] + 0.15, row_y[0] + 0.15, row_y[-1] - 0.15, row_y[-1] - 0.15],
-            color="0.3", linewidth=1.0)
+    _bracket(ax, x_sum, row_y[0] + 0.15, row_y[-1] - 0.15)
     x_z = x_sum + 0.42
     _arrow(ax, (x_sum + 0.08, mid), (x_z - 0.04, mid), width=1.2)
     ax.text(x_sum + 0.23, mid - 0.3, "$\\Sigma$", ha="center", va="top", fontsize=12)
@@ -233,10 +246,8 @@ def query_path(
     used = x_z + d_v * zcell + 0.1
     if used > width:
         ax.set_xlim(0.0, used)
-    if title is None:
-        title = f"The path of one query, {qname!r}: scores, softmax, weighted sum of values"
-    if title:
-        ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
+    _title(ax, height, title,
+           f"The path of one query, {qname!r}: scores, softmax, weighted sum of values")
     return ax
 
 
@@ -332,20 +343,28 @@ def head_split_flow(
             ax.plot([x + b * d_k * e] * 2, [y_mid - tall / 2, y_mid + tall / 2],
                     color="black", linewidth=1.6)
 
+    def named(x: float, name: str, size: float, sizes: str, *, above: float = 0.1,
+              below: float = 0.08) -> None:
+        """The name above an n x d_model matrix at ``x`` and its sizes below."""
+        ax.text(x + wide / 2, mid + tall / 2 + above, name, ha="center", va="bottom",
+                fontsize=size)
+        shape(x + wide / 2, mid - tall / 2 - below, sizes)
+
+    def times(x_left: float, x_right: float, matrix: str) -> None:
+        """An arrow from the matrix ending at ``x_left`` to ``x_right``, marked "times W"."""
+        _arrow(ax, (x_left + 0.08, mid), (x_right - 0.08, mid))
+        ax.text((x_left + x_right) / 2, mid + 0.06, f"$\\cdot {matrix}$", ha="center",
+                va="bottom", fontsize=10)
+
     x_x = 0.1
     _cells(ax, x_x, mid + tall / 2, None, rows=n, cols=d_model, cell=e, fill=_TINT["grey"],
            gid="X")
-    ax.text(x_x + wide / 2, mid + tall / 2 + 0.1, "$X$", ha="center", va="bottom", fontsize=12)
-    shape(x_x + wide / 2, mid - tall / 2 - 0.08, f"$n \\times d_{{model}}$\n= {n} × {d_model}")
+    named(x_x, "$X$", 12, f"$n \\times d_{{model}}$\n= {n} × {d_model}")
 
     x_q = x_x + wide + 0.55
-    _arrow(ax, (x_x + wide + 0.08, mid), (x_q - 0.08, mid))
-    ax.text((x_x + wide + x_q) / 2, mid + 0.06, "$\\cdot W_Q$", ha="center", va="bottom",
-            fontsize=10)
+    times(x_x + wide, x_q, "W_Q")
     blocks("Q", x_q, mid)
-    ax.text(x_q + wide / 2, mid + tall / 2 + 0.1, "$Q = XW_Q$", ha="center", va="bottom",
-            fontsize=12)
-    shape(x_q + wide / 2, mid - tall / 2 - 0.08,
+    named(x_q, "$Q = XW_Q$", 12,
           f"{n} × {d_model}, in\n{h} block{'s' * (h != 1)} of\n$d_k$ = {d_k}\n($K$, $V$ alike)")
 
     x_att = x_q + wide + 0.5
@@ -376,27 +395,18 @@ def head_split_flow(
                mid + tall / 2 + 0.03 if y > mid else mid - tall / 2 - 0.03),
                color=colour, width=1.3)
     blocks("concat", x_c, mid)
-    ax.text(x_c + wide / 2, mid + tall / 2 + 0.32, "concat", ha="center", va="bottom",
-            fontsize=11)
-    shape(x_c + wide / 2, mid - tall / 2 - 0.35, f"{n} × {d_model}")
+    named(x_c, "concat", 11, f"{n} × {d_model}", above=0.32, below=0.35)
 
     x_o = x_c + wide + 0.6
-    _arrow(ax, (x_c + wide + 0.08, mid), (x_o - 0.08, mid))
-    ax.text((x_c + wide + x_o) / 2, mid + 0.06, "$\\cdot W_O$", ha="center", va="bottom",
-            fontsize=10)
+    times(x_c + wide, x_o, "W_O")
     shape((x_c + wide + x_o) / 2, mid - 0.06, f"{d_model} × {d_model}")
     _cells(ax, x_o, mid + tall / 2, None, rows=n, cols=d_model, cell=e, fill=_TINT["grey"],
            gid="output")
-    ax.text(x_o + wide / 2, mid + tall / 2 + 0.1, "output", ha="center", va="bottom",
-            fontsize=11)
-    shape(x_o + wide / 2, mid - tall / 2 - 0.08, f"{n} × {d_model}")
+    named(x_o, "output", 11, f"{n} × {d_model}")
     if x_o + wide + 0.1 > 7.0:
         ax.set_xlim(0.0, x_o + wide + 0.1)
-    if title is None:
-        title = (f"{h} head{'s' * (h != 1)}: $d_{{model}}$ = {d_model} is cut into "
-                 f"{h} × $d_k$ = {h} × {d_k} columns, then put back")
-    if title:
-        ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
+    _title(ax, height, title, f"{h} head{'s' * (h != 1)}: $d_{{model}}$ = {d_model} is cut "
+           f"into {h} × $d_k$ = {h} × {d_k} columns, then put back")
     return ax
 
 
@@ -540,9 +550,6 @@ def kv_cache_step(
     _arrow(ax, (x_r + t * re_ / 2, y_w - re_ - 0.3), (x_r + t * re_ / 2, y_z + 0.3), width=1.2)
     _arrow(ax, (x_cache + d_v * ew + 0.05, y_v - t * eh / 2), (x_r - 0.05, y_z - eh / 2),
            width=1.0, color="0.45")
-    if title is None:
-        title = (f"Step $t$ = {t}: one new key and value are appended; "
-                 f"the new query reads all {t} keys")
-    if title:
-        ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
+    _title(ax, height, title, f"Step $t$ = {t}: one new key and value are appended; "
+           f"the new query reads all {t} keys")
     return ax

@@ -44,18 +44,34 @@ def _matrix_axes(
                   ha="right" if slant else "center")
     if query_labels is not None:
         ax.set_yticks(range(len(query_labels)), query_labels)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
+    for text, write in ((xlabel, ax.set_xlabel), (ylabel, ax.set_ylabel), (title, ax.set_title)):
+        if text:
+            write(text)
     return ax
 
 
 def _matrix_size(n_q: int, n_k: int) -> tuple[float, float]:
     """Figure size (inches) of an n_q x n_k heatmap drawn on its own."""
     return (1.0 + 0.7 * n_k, 0.8 + 0.6 * n_q)
+
+
+def _grid_labels(
+    a: np.ndarray, name: str, query_labels: Sequence[str] | None,
+    key_labels: Sequence[str] | None,
+) -> tuple[list[str], list[str]]:
+    """The row (query) and column (key) labels of the 2-D matrix ``a``, called ``name``."""
+    if a.ndim != 2:
+        raise ValueError(f"{name} has shape {a.shape}; expected a 2-D (n_q, n_k) matrix")
+    n_q, n_k = a.shape
+    return _labels(query_labels, n_q, "query_labels"), _labels(key_labels, n_k, "key_labels")
+
+
+def _cell_texts(ax: Axes, texts: list[list[str]], light: np.ndarray, fontsize: float) -> None:
+    """Write ``texts[i][j]`` at the centre of cell (i, j): black on light cells, else white."""
+    for i, row in enumerate(texts):
+        for j, text in enumerate(row):
+            ax.text(j, i, text, ha="center", va="center", fontsize=fontsize,
+                    color="black" if light[i, j] else "white")
 
 
 def attention_heatmap(
@@ -114,11 +130,8 @@ def attention_heatmap(
     >>> plt.close(ax.figure)
     """
     w = np.asarray(weights, dtype=float)
-    if w.ndim != 2:
-        raise ValueError(f"weights has shape {w.shape}; expected a 2-D (n_q, n_k) matrix")
+    rows, cols = _grid_labels(w, "weights", query_labels, key_labels)
     n_q, n_k = w.shape
-    rows = _labels(query_labels, n_q, "query_labels")
-    cols = _labels(key_labels, n_k, "key_labels")
     outlined = [] if highlight is None else cell_positions(highlight, (n_q, n_k), "highlight")
     ax = _matrix_axes(ax, cols, rows, figsize=_matrix_size(n_q, n_k), title=title,
                       xlabel=xlabel, ylabel=ylabel)
@@ -127,10 +140,7 @@ def attention_heatmap(
     if annotate:
         middle = (vmin if vmin is not None else float(w.min())) + 0.5 * (
             top - (vmin if vmin is not None else float(w.min())))
-        for i in range(n_q):
-            for j in range(n_k):
-                ax.text(j, i, fmt.format(w[i, j]), ha="center", va="center", fontsize=9,
-                        color="black" if w[i, j] > middle else "white")
+        _cell_texts(ax, [[fmt.format(x) for x in row] for row in w], w > middle, 9)
     for i, j in outlined:
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="white",
                                linewidth=2.5, gid=f"highlight[{i},{j}]"))
@@ -232,20 +242,13 @@ def mask_heatmap(
     m = np.asarray(mask)
     if m.dtype != np.bool_:
         raise TypeError(f"mask has dtype {m.dtype}; expected a boolean array (True = may attend)")
-    if m.ndim != 2:
-        raise ValueError(f"mask has shape {m.shape}; expected a 2-D (n_q, n_k) matrix")
     if form not in ("additive", "bool"):
         raise ValueError(f"form={form!r}; expected 'additive' or 'bool'")
-    n_q, n_k = m.shape
-    rows = _labels(query_labels, n_q, "query_labels")
-    cols = _labels(key_labels, n_k, "key_labels")
-    ax = _matrix_axes(ax, cols, rows, figsize=_matrix_size(n_q, n_k), title=title,
+    rows, cols = _grid_labels(m, "mask", query_labels, key_labels)
+    ax = _matrix_axes(ax, cols, rows, figsize=_matrix_size(*m.shape), title=title,
                       xlabel="key (attended to)", ylabel="query (attending)")
     colours = ListedColormap(["#3a3a3a", "#f3e6a8"])  # hidden, visible
     ax.imshow(m.astype(int), cmap=colours, vmin=0, vmax=1, aspect="auto")
     shown = {"additive": ("\u2212\u221e", "0"), "bool": ("False", "True")}[form]
-    for i in range(n_q):
-        for j in range(n_k):
-            ax.text(j, i, shown[int(m[i, j])], ha="center", va="center", fontsize=10,
-                    color="black" if m[i, j] else "white")
+    _cell_texts(ax, [[shown[x] for x in row] for row in m.astype(int)], m, 10)
     return ax

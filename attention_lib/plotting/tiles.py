@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 from .._validation import as_real_array, positive_int
 from ..masks import causal_tile_kinds
 from ..tiled import online_softmax_row
-from .diagrams import _canvas
+from .diagrams import _canvas, _title
 from .style import _OKABE, _TINT
 
 __all__ = ["causal_tiles"]
@@ -212,10 +212,6 @@ def causal_tiles(
                                edgecolor="0.3", linewidth=0.8))
         ax.text(x_leg + 0.22, y_leg, text, ha="left", va="center", fontsize=9)
     counts = {k: int((kinds == k).sum()) for k in ("full", "diagonal", "skipped")}
-    if title is None:
-        title = (f"{n} × {n} scores in {b_q} × {b_k} tiles under the causal mask: "
-                 f"{counts['full']} full, {counts['diagonal']} diagonal, "
-                 f"{counts['skipped']} skipped")
-    if title:
-        ax.text(0.1, height - 0.1, title, ha="left", va="top", fontsize=11)
+    _title(ax, height, title, f"{n} × {n} scores in {b_q} × {b_k} tiles under the causal mask: "
+           f"{counts['full']} full, {counts['diagonal']} diagonal, {counts['skipped']} skipped")
     return ax

@@ -13,9 +13,26 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import positive_int
+from .._validation import positive_int, positive_ints, random_generator
 
 __all__ = ["RetrievalData", "ShiftData", "make_retrieval_data", "make_shift_data"]
+
+
+def _retrieval_sizes(n_pairs: int, n_keys: int, n_values: int) -> tuple[int, int, int]:
+    """The soft dictionary's sizes checked: positive ints with ``n_pairs <= n_keys``."""
+    n_pairs, n_keys, n_values = positive_ints(n_pairs=n_pairs, n_keys=n_keys, n_values=n_values)
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs={n_pairs} > n_keys={n_keys}; expected n_pairs <= n_keys, "
+                         "since the keys of a sequence are distinct")
+    return n_pairs, n_keys, n_values
+
+
+def _shift_sizes(length: int, n_tokens: int, shift: int) -> tuple[int, int, int]:
+    """The shift task's sizes checked: positive ints with ``shift < length``."""
+    length, n_tokens, shift = positive_ints(length=length, n_tokens=n_tokens, shift=shift)
+    if shift >= length:
+        raise ValueError(f"shift={shift} >= length={length}; expected shift < length")
+    return length, n_tokens, shift
 
 
 @dataclass(frozen=True)
@@ -94,14 +111,8 @@ def make_retrieval_data(
     True
     """
     n_sequences = positive_int(n_sequences, "n_sequences")
-    n_pairs = positive_int(n_pairs, "n_pairs")
-    n_keys = positive_int(n_keys, "n_keys")
-    n_values = positive_int(n_values, "n_values")
-    if n_pairs > n_keys:
-        raise ValueError(f"n_pairs={n_pairs} > n_keys={n_keys}; expected n_pairs <= n_keys, "
-                         "since the keys of a sequence are distinct")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng is a {type(rng).__name__}; expected a numpy.random.Generator")
+    n_pairs, n_keys, n_values = _retrieval_sizes(n_pairs, n_keys, n_values)
+    rng = random_generator(rng)
     keys = np.argsort(rng.random((n_sequences, n_keys)), axis=1)[:, :n_pairs]  # (B, n_pairs)
     values = rng.integers(0, n_values, size=(n_sequences, n_pairs))  # (B, n_pairs)
     target = rng.integers(0, n_pairs, size=n_sequences)  # (B,)
@@ -164,13 +175,8 @@ def make_shift_data(
     (3, 5)
     """
     n_sequences = positive_int(n_sequences, "n_sequences")
-    length = positive_int(length, "length")
-    n_tokens = positive_int(n_tokens, "n_tokens")
-    shift = positive_int(shift, "shift")
-    if shift >= length:
-        raise ValueError(f"shift={shift} >= length={length}; expected shift < length")
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng is a {type(rng).__name__}; expected a numpy.random.Generator")
+    length, n_tokens, shift = _shift_sizes(length, n_tokens, shift)
+    rng = random_generator(rng)
     tokens = rng.integers(0, n_tokens, size=(n_sequences, length)).astype(np.int64)
     return ShiftData(tokens, shift)
 

@@ -127,6 +127,16 @@ def init_params(shapes: dict[str, tuple[int, ...]], rng: np.random.Generator) ->
     return params
 
 
+def _sized_shapes(shapes: dict[str, tuple[str, ...]], **sizes: int
+                  ) -> dict[str, tuple[int, ...]]:
+    """``shapes`` written with dimension names, each name replaced by its size in ``sizes``.
+
+    >>> _sized_shapes({"w_q": ("d", "d_k"), "b_out": ("c",)}, d=4, d_k=2, c=3)
+    {'w_q': (4, 2), 'b_out': (3,)}
+    """
+    return {name: tuple(sizes[dim] for dim in shape) for name, shape in shapes.items()}
+
+
 def train(
     task: Task, *, seed: int = 0, steps: int = 1500, batch_size: int = 64, lr: float = 0.02,
     n_train: int = 4000, n_test: int = 1000,

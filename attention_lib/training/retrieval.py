@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import check_flag, index_array, positive_int, weight_arrays
-from .data import RetrievalData, make_retrieval_data
+from .._validation import check_flag, index_array, positive_ints, weight_arrays
+from .data import RetrievalData, _retrieval_sizes, make_retrieval_data
 from .head import cross_entropy, head_backward, head_forward, scatter_rows
-from .loop import Task, TrainingResult, init_params, train
+from .loop import Task, TrainingResult, _sized_shapes, init_params, train
 
 __all__ = ["retrieval_forward", "retrieval_loss_and_grads", "retrieval_task", "train_retrieval"]
 
@@ -173,20 +173,13 @@ def retrieval_task(
     >>> task.name, task.n_distinct  # 3 * 2 key orders, 2**2 values, 2 queried positions
     ('retrieval', 48)
     """
-    n_pairs = positive_int(n_pairs, "n_pairs")
-    n_keys = positive_int(n_keys, "n_keys")
-    n_values = positive_int(n_values, "n_values")
-    d_model = positive_int(d_model, "d_model")
-    d_k = positive_int(d_k, "d_k")
+    n_pairs, n_keys, n_values = _retrieval_sizes(n_pairs, n_keys, n_values)
+    d_model, d_k = positive_ints(d_model=d_model, d_k=d_k)
     tie_kv = check_flag(tie_kv, "tie_kv")
     if n_keys > len(string.ascii_lowercase):
         raise ValueError(f"n_keys={n_keys}; expected at most 26 (keys are named a-z)")
-    if n_pairs > n_keys:
-        raise ValueError(f"n_pairs={n_pairs} > n_keys={n_keys}; expected n_pairs <= n_keys, "
-                         "since the keys of a sequence are distinct")
-    shapes = {"key_embed": (n_keys, d_model), "value_embed": (n_values, d_model),
-              "query_embed": (n_keys, d_model), "w_q": (d_model, d_k), "w_k": (d_model, d_k),
-              "w_v": (d_model, d_k), "w_out": (d_k, n_values), "b_out": (n_values,)}
+    shapes = _sized_shapes(RETRIEVAL_SHAPES, n_keys=n_keys, n_values=n_values, d=d_model,
+                          d_k=d_k, d_v=d_k)
 
     def make_data(n: int, rng: np.random.Generator) -> RetrievalData:
         return make_retrieval_data(n, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values,

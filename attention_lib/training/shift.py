@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import index_array, positive_int, real_number, weight_arrays
+from .._validation import index_array, positive_ints, real_number, weight_arrays
 from ..positions import sinusoidal_positions
-from .data import ShiftData, make_shift_data
+from .data import ShiftData, _shift_sizes, make_shift_data
 from .head import cross_entropy, head_backward, head_forward, scatter_rows
-from .loop import Task, TrainingResult, init_params, train
+from .loop import Task, TrainingResult, _sized_shapes, init_params, train
 
 __all__ = ["shift_forward", "shift_loss_and_grads", "shift_task", "train_shift"]
 
@@ -155,16 +155,10 @@ def shift_task(
     >>> task.name, task.n_distinct
     ('shift', 8)
     """
-    shift = positive_int(shift, "shift")
-    length = positive_int(length, "length")
-    n_tokens = positive_int(n_tokens, "n_tokens")
-    d_model = positive_int(d_model, "d_model")
-    d_k = positive_int(d_k, "d_k")
+    length, n_tokens, shift = _shift_sizes(length, n_tokens, shift)
+    d_model, d_k = positive_ints(d_model=d_model, d_k=d_k)
     base = real_number(base, "base", minimum=0.0, strict_minimum=True)
-    if shift >= length:
-        raise ValueError(f"shift={shift} >= length={length}; expected shift < length")
-    shapes = {"token_embed": (n_tokens, d_model), "w_q": (d_model, d_k), "w_k": (d_model, d_k),
-              "w_v": (d_model, d_k), "w_out": (d_k, n_tokens), "b_out": (n_tokens,)}
+    shapes = _sized_shapes(SHIFT_SHAPES, n_tokens=n_tokens, d=d_model, d_k=d_k, d_v=d_k)
     labelled = np.arange(shift, length)  # the positions with an answer
 
     def make_data(n: int, rng: np.random.Generator) -> ShiftData:
