@@ -268,7 +268,7 @@ def test_bad_input_names_what_is_wrong():
     nan = dict(params, **{"ln_f.beta": np.full(8, np.nan)})
     with pytest.raises(ValueError, match="ln_f.beta"):
         al.gpt_logits(nan, config, [[1]])
-    with pytest.raises(ValueError, match="missing"):
+    with pytest.raises(ValueError, match="lacks"):
         al.gpt_logits({k: a for k, a in params.items() if k != "wpe"}, config, [[1]])
     with pytest.raises(ValueError, match="n_heads"):
         GPTConfig(7, 6, 8, 1, 3)

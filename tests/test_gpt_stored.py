@@ -50,7 +50,7 @@ def _meta(**over):
     (lambda a, m: a.update(wte=np.full((5, 4), np.nan, np.float32)), "non-finite"),
     (lambda a, m: a.update(wte=a["wte"].astype(np.float16)), "float32 or float64"),
     (lambda a, m: a.update(wte=np.array([["x"] * 4] * 5)), "float32 or float64"),
-    (lambda a, m: a.pop("wpe"), "missing"),
+    (lambda a, m: a.pop("wpe"), "lacks"),
     (lambda a, m: a.update(extra=np.zeros(2, np.float32)), "unexpected"),
     (lambda a, m: m.update(alphabet="abc"), "alphabet has 3"),
     (lambda a, m: m.update(alphabet=7), "alphabet"),

@@ -11,8 +11,8 @@ from numpy.typing import ArrayLike
 
 from .core import _asarray, as_real_array, describe, first_true, index, real_number
 
-__all__ = ["displayable", "index_array", "json_document", "mapping", "scale_range", "token_names",
-           "weight_arrays"]
+__all__ = ["displayable", "exact_keys", "index_array", "json_document", "mapping", "scale_range",
+           "token_names", "weight_arrays"]
 
 # --------------------------------------------------------------------------- indices and weights
 # Checks for integer index arrays and for named weight arrays (a trained model's parameters,
@@ -58,6 +58,23 @@ def mapping(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise TypeError(f"{name} is a {type(value).__name__}; expected a mapping (a JSON object)")
     return dict(value)
+
+
+def exact_keys(value: Any, expected: Any, name: str, *, what: str = "entries") -> None:
+    """Raise a ValueError naming what ``value`` lacks and what it has beyond ``expected``.
+
+    Examples
+    --------
+    >>> exact_keys({"a": 1, "c": 2}, ["a", "b"], "model")
+    Traceback (most recent call last):
+        ...
+    ValueError: model lacks ['b'] and has unexpected ['c']; expected exactly the entries ['a', 'b']
+    """
+    missing = [key for key in expected if key not in value]
+    unknown = [key for key in value if key not in expected]
+    if missing or unknown:
+        raise ValueError(f"{name} lacks {missing} and has unexpected {unknown}; expected "
+                         f"exactly the {what} {list(expected)}")
 
 
 def weight_arrays(

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_flag, describe, positive_int
+from .._validation import check_flag, describe, exact_keys, positive_int
 
 __all__ = ["GPTConfig", "gpt_parameter_shapes"]
 
@@ -167,11 +167,7 @@ def check_params(params: Any, config: GPTConfig) -> np.dtype:
     if not isinstance(params, dict):
         raise TypeError(f"params is {type(params).__name__}; expected a dict of arrays "
                         "(from init_gpt)")
-    missing = [name for name in shapes if name not in params]
-    extra = [name for name in params if name not in shapes]
-    if missing or extra:
-        raise ValueError(f"params do not match the config: missing {missing}, "
-                         f"unexpected {extra}")
+    exact_keys(params, shapes, "params", what="arrays of the config")
     dtypes = set()
     for name, shape in shapes.items():
         a = params[name]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import (
+    exact_keys,
     json_document,
     mapping,
     positive_int,
@@ -153,11 +154,7 @@ def check_retrieval_model(
     doc = mapping(doc, name)
     if doc.get("format") != EXPORT_FORMAT:
         raise ValueError(f"{name} has format {doc.get('format')!r}; expected {EXPORT_FORMAT!r}")
-    missing = [key for key in ENTRIES if key not in doc]
-    unknown = [key for key in doc if key not in ENTRIES]
-    if missing or unknown:
-        raise ValueError(f"{name} lacks {missing} and has unexpected {unknown}; expected "
-                         f"exactly the entries {list(ENTRIES)}")
+    exact_keys(doc, ENTRIES, name)
     vocab = mapping(doc["vocabulary"], f"{name} vocabulary")
     if sorted(vocab) != ["keys", "values"]:
         raise ValueError(f"{name} vocabulary has entries {sorted(vocab)}; expected "
