@@ -1,8 +1,9 @@
 /* The attention book: display equations fit their column.
  *
- * After MathJax has typeset the page (and whenever the window is resized), a
- * display equation wider than its column is shrunk to fit, down to MIN_SCALE
- * of its normal size. One that would need more shrinking keeps MIN_SCALE and
+ * The maths is typeset when the book is built (_ext/fast_pages.py). Once the
+ * page is parsed, again when its fonts have loaded, and whenever the window is
+ * resized, a display equation wider than its column is shrunk to fit, down to
+ * MIN_SCALE of its normal size. One that would need more shrinking keeps MIN_SCALE and
  * scrolls inside its own box, marked by a shadow and a "scroll" hint, so it is
  * never cut without a cue. Long equations are best broken in the source; this
  * is the safety net for narrow screens.
@@ -40,15 +41,10 @@
     document.documentElement.dataset.mathFitted = "1";
   }
 
-  var tries = 0;
-  function whenTypeset() {
+  function start() {
     if (!document.querySelector(".math")) { return; }  /* no maths on this page */
-    var mj = window.MathJax;
-    if (mj && mj.startup && mj.startup.promise) {
-      mj.startup.promise.then(fit);
-    } else if (tries++ < 400) {
-      setTimeout(whenTypeset, 50);
-    }
+    fit();
+    if (document.fonts && document.fonts.ready) { document.fonts.ready.then(fit); }
   }
 
   var timer = null;
@@ -57,8 +53,8 @@
     timer = setTimeout(fit, 100);
   });
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", whenTypeset);
+    document.addEventListener("DOMContentLoaded", start);
   } else {
-    whenTypeset();
+    start();
   }
 })();

@@ -1,0 +1,320 @@
+"""Sphinx extension: pages that load fast on a phone, and look as they did.
+
+What a reader's phone used to download and run on every page, and what it gets now:
+
+- Maths: MathJax (1.1 MB) typeset every equation in the browser, on the main thread.
+  Now MathJax runs at build time, in node (``_ext/render_math.js``, the npm package
+  ``mathjax-full``, the same MathJax version and CommonHTML output, installed into
+  ``_build/node`` by ``make book``): each page carries the typeset markup with its
+  assistive MathML, the CSS of the glyphs it uses and links to MathJax's web fonts
+  (copied into ``_static/mathjax-fonts``), and no TeX parser.
+- Icons: the theme's Font Awesome script (1.45 MB) replaced each ``<i class="fa-...">``
+  by an inline SVG in the browser. The same SVGs, taken from that script, are written
+  into the pages at build time, with Font Awesome's own CSS for them; the script is
+  not loaded.
+- Scripts: every script file is deferred (none blocks the first paint);
+  ``documentation_options.js``, which inline scripts extend at once, is inlined.
+  Sphinx's search scripts and index load only on the search page (the search field
+  of the other pages opens it); the notebooks' widget state (a widget needs a kernel,
+  the website shows each explorer's static version) is not embedded.
+- Figures: each ``<img>`` gets its intrinsic ``width``/``height`` (no layout shift)
+  and, after the first figure of a page, ``loading="lazy"``.
+
+Pages are rewritten after the build, once each: a page that Sphinx did not write
+again keeps its processed form. A page whose maths cannot be rendered (node or the
+npm package missing, a TeX error) is a build warning, an error under ``-W``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+RENDER_SCRIPT = HERE / "render_math.js"
+MARK = "<!-- fast-pages -->"
+FONT_DIR = "_static/mathjax-fonts"
+SEARCH_SCRIPTS = ("searchtools.js", "language_data.js", "searchindex.js")
+
+# --- while Sphinx writes a page: drop the client-side maths and the widget state ---------
+
+
+def _drop_client_scripts(app, pagename, templatename, context, doctree) -> None:
+    kept = []
+    for asset in context.get("script_files", []):
+        filename = str(getattr(asset, "filename", "") or "")
+        attributes = getattr(asset, "attributes", {}) or {}
+        body = attributes.get("body", "") or ""
+        if "mathjax" in filename.lower() or body.startswith("window.MathJax"):
+            continue  # typeset at build time
+        if attributes.get("type") == "application/vnd.jupyter.widget-state+json":
+            continue  # no widget manager on the website
+        kept.append(asset)
+    context["script_files"] = kept
+
+
+# --- after the build: maths, icons, scripts, figures -------------------------------------
+
+MATH_ELEMENT = re.compile(
+    r'(<(span|div) class="math[^"]*"[^>]*>)(.*?)(</\2>)', re.S)
+DELIMITED = re.compile(r"\\\((.*?)\\\)|\\\[(.*?)\\\]", re.S)
+
+
+def _node_modules(app) -> Path:
+    return Path(os.environ.get("BOOK_NODE_MODULES")
+                or Path(app.outdir).parent / "node" / "node_modules")
+
+
+def _render(app, pages: list[dict]) -> list[dict]:
+    """Typeset ``pages`` ([{"fontURL", "math": [[tex, display], ...]}]) with node."""
+    modules = _node_modules(app)
+    if not (modules / "mathjax-full").is_dir():
+        raise RuntimeError(f"{modules / 'mathjax-full'} is missing: `make book` installs it "
+                           "(npm ci in _build/node from _ext/node/package-lock.json)")
+    tex = dict((app.config.mathjax3_config or {}).get("tex", {}))
+    request = json.dumps({"config": tex, "pages": pages})
+    done = subprocess.run(["node", str(RENDER_SCRIPT)], input=request, capture_output=True,
+                          text=True, env={**os.environ, "BOOK_NODE_MODULES": str(modules)},
+                          check=False, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"node {RENDER_SCRIPT.name} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)["pages"]
+
+
+def _minify_css(css: str) -> str:
+    css = re.sub(r"\s*\n\s*", "", css)
+    css = re.sub(r"\s*([{};,>])\s*", r"\1", css)
+    return css.replace(";}", "}")
+
+
+def _render_maths(app, docs: list[tuple[Path, str]]) -> dict[Path, str]:
+    """The pages of ``docs`` with their maths typeset (pages without maths left out)."""
+    jobs = []
+    for path, text in docs:
+        found = []
+        for m in MATH_ELEMENT.finditer(text):
+            d = DELIMITED.search(m.group(3))
+            if d:
+                display = d.group(2) is not None
+                found.append((html.unescape(d.group(1) if d.group(1) is not None
+                                            else d.group(2)), display))
+        if found:
+            depth = len(path.relative_to(app.outdir).parts) - 1
+            jobs.append((path, text, found, "../" * depth + FONT_DIR))
+    if not jobs:
+        return {}
+    rendered = _render(app, [{"fontURL": f, "math": [list(x) for x in found]}
+                             for _, _, found, f in jobs])
+    out = {}
+    for (path, text, _found, _), result in zip(jobs, rendered, strict=True):
+        markup = iter(result["html"])
+
+        def typeset(m: re.Match, markup=markup) -> str:
+            inner = m.group(3)
+            d = DELIMITED.search(inner)
+            if not d:
+                return m.group(0)
+            return m.group(1) + inner[:d.start()] + next(markup) + inner[d.end():] + m.group(4)
+
+        text = MATH_ELEMENT.sub(typeset, text)
+        if "<mjx-merror" in text:
+            logger.warning("%s: MathJax reports a TeX error", path.relative_to(app.outdir))
+        style = f'<style id="MJX-CHTML-styles">{_minify_css(result["css"])}</style>'
+        out[path] = text.replace("</head>", style + "\n</head>", 1)
+    return out
+
+
+def _copy_fonts(app) -> None:
+    source = (_node_modules(app) / "mathjax-full" / "es5" / "output" / "chtml" / "fonts"
+              / "woff-v2")
+    target = Path(app.outdir) / FONT_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    for font in source.glob("*.woff"):
+        if not (target / font.name).exists():
+            shutil.copy2(font, target / font.name)
+
+
+# Font Awesome's icons and CSS, read from the theme's script.
+ICON = re.compile(r'(?:"([\w-]+)"|([A-Za-z_$][\w$]*)|(\d+)):\[(\d+),(\d+),\[[^\]]*\],'
+                  r'"[0-9a-f]*","([^"]*)"\]')
+PACK_END = re.compile(r'\}\(function\(\)\{[a-zA-Z]\("(fab|far|fas)",')
+I_TAG = re.compile(r'<i class="([^"]*\bfa-[^"]*)"([^>]*)>\s*</i>')
+STYLE_PREFIX = {"fa-solid": "fas", "fas": "fas", "fa-regular": "far", "far": "far",
+                "fa-brands": "fab", "fab": "fab"}
+NOT_ICON_NAMES = {"fa-lg", "fa-fw", "fa-xs", "fa-sm", "fa-1x", "fa-2x", "fa-3x", "fa-solid",
+                  "fa-regular", "fa-brands"}
+
+
+def _icon_css(script: str) -> str:
+    """The rules of Font Awesome's style sheet (a string in its script) for inline SVGs."""
+    i = script.find("svg:not(:host).svg-inline--fa")
+    if i < 0:
+        return ""
+    # The sheet is one string literal that starts with its custom properties.
+    begin = script.rfind(":host,:root", 0, i)
+    start = max(script.rfind('"', 0, begin), script.rfind("'", 0, begin))
+    sheet = script[start + 1:script.find(script[start], i)]
+    kept, depth, rule_start = [], 0, 0
+    for pos, char in enumerate(sheet):
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                rule = sheet[rule_start:pos + 1]
+                selector = rule.split("{", 1)[0]
+                if rule.count("{") == 1 and re.search(r"svg-inline--fa|\.fa-(lg|fw)\b", selector):
+                    kept.append(rule)
+                rule_start = pos + 1
+    return "".join(kept)
+
+
+class Icons:
+    """Inline SVGs of Font Awesome's icons, as its script would write them."""
+
+    def __init__(self, script: Path) -> None:
+        text = script.read_text(encoding="utf-8")
+        self.packs: dict[str, dict[str, tuple[int, int, str]]] = {}
+        start = 0
+        for end in PACK_END.finditer(text):
+            # A pack's icons are the object literal just before its registration.
+            body = text[start:end.start()]
+            body = body[body.rfind("var p={"):] if "var p={" in body else body
+            icons = {}
+            for m in ICON.finditer(body):
+                name = m.group(1) or m.group(2) or m.group(3)
+                icons[name] = (int(m.group(4)), int(m.group(5)), m.group(6))
+            self.packs.setdefault(end.group(1), icons)
+            start = end.end()
+        self.css = _icon_css(text)
+
+    def svg(self, m: re.Match) -> str:
+        classes = m.group(1).split()
+        prefix = next((STYLE_PREFIX[c] for c in classes if c in STYLE_PREFIX), "fas")
+        name = next((c[3:] for c in classes if c.startswith("fa-") and c not in NOT_ICON_NAMES
+                     and c[3:] in self.packs.get(prefix, {})), None)
+        if name is None:
+            return m.group(0)
+        width, height, path = self.packs[prefix][name]
+        kept = [c for c in classes if c not in STYLE_PREFIX]
+        return (f'<svg class="svg-inline--fa {" ".join(kept)}"{m.group(2)} aria-hidden="true" '
+                f'focusable="false" data-prefix="{prefix}" data-icon="{name}" role="img" '
+                f'xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}">'
+                f'<path fill="currentColor" d="{path}"></path></svg>')
+
+
+SCRIPT_SRC = re.compile(r'<script\b([^>]*)\bsrc="([^"]+)"([^>]*)></script>')
+IMG = re.compile(r"<img\b([^>]*?)\s*/?>")
+
+
+def _png_size(path: Path) -> tuple[int, int] | None:
+    try:
+        with path.open("rb") as f:
+            head = f.read(24)
+    except OSError:
+        return None
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return struct.unpack(">II", head[16:24])
+
+
+def _fast_head(text: str, path: Path, outdir: Path, icons: Icons | None,
+               docs_options: str | None) -> str:
+    is_search = path.name == "search.html" and path.parent == outdir
+
+    def script(m: re.Match) -> str:
+        before, src, after = m.group(1), m.group(2), m.group(3)
+        base = src.split("?")[0].rsplit("/", 1)[-1]
+        if "fontawesome" in base and icons is not None:
+            return ""
+        if base in SEARCH_SCRIPTS and not is_search:
+            return ""
+        if base == "documentation_options.js" and docs_options is not None:
+            return f"<script>{docs_options}</script>"
+        if re.search(r"\b(defer|async)\b", before + after) or 'type="module"' in before + after:
+            return m.group(0)
+        return f"<script defer{before}src=\"{src}\"{after}></script>"
+
+    text = SCRIPT_SRC.sub(script, text)
+    if icons is not None:
+        text = I_TAG.sub(icons.svg, text)
+        if icons.css:
+            text = text.replace("</head>", f"<style id=\"fa-svg-styles\">{icons.css}</style>"
+                                "\n</head>", 1)
+    figures = 0
+
+    def image(m: re.Match) -> str:
+        nonlocal figures
+        attrs = m.group(1)
+        src = re.search(r'src="([^"]+)"', attrs)
+        if not src or "_images/" not in src.group(1):
+            return m.group(0)
+        figures += 1
+        size = _png_size(path.parent / html.unescape(src.group(1)))
+        shown = re.search(r"width:\s*(\d+)px", attrs)
+        if size and "height=" not in attrs:
+            w = int(shown.group(1)) if shown else size[0]
+            attrs += f' width="{w}" height="{round(w * size[1] / size[0])}"'
+        if figures > 1 and "loading=" not in attrs:
+            attrs += ' loading="lazy"'
+        if "decoding=" not in attrs:
+            attrs += ' decoding="async"'
+        return f"<img{attrs} />"
+
+    return IMG.sub(image, text)
+
+
+def rewrite_pages(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir)
+    docs = []
+    for path in sorted(outdir.rglob("*.html")):
+        if "_static" in path.relative_to(outdir).parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        if MARK not in text:
+            docs.append((path, text))
+    if not docs:
+        return
+    script = outdir / "_static" / "scripts" / "fontawesome.js"
+    icons = Icons(script) if script.exists() else None
+    if icons is not None and not icons.packs.get("fas"):
+        logger.warning("fast_pages: no icons found in %s; pages keep the script", script)
+        icons = None
+    options_file = outdir / "_static" / "documentation_options.js"
+    docs_options = options_file.read_text(encoding="utf-8") if options_file.exists() else None
+    try:
+        typeset = _render_maths(app, docs)
+    except (RuntimeError, OSError, ValueError) as err:
+        logger.warning("fast_pages: maths not rendered: %s", err)
+        # Pages with maths stay as Sphinx wrote them, to be rendered by the next build.
+        docs = [(p, t) for p, t in docs if not any(
+            DELIMITED.search(m.group(3)) for m in MATH_ELEMENT.finditer(t))]
+        typeset = {}
+    if typeset:
+        _copy_fonts(app)
+    for path, text in docs:
+        text = typeset.get(path, text)
+        text = _fast_head(text, path, outdir, icons, docs_options)
+        text = text.replace("</head>", MARK + "\n</head>", 1)
+        path.write_text(text, encoding="utf-8")
+
+
+def setup(app):
+    # After sphinx.ext.mathjax (500) and myst-nb add their scripts, before offline_pages
+    # (900) warns about remote ones.
+    app.connect("html-page-context", _drop_client_scripts, priority=800)
+    # After the other build-finished handlers (the search index, copied assets).
+    app.connect("build-finished", rewrite_pages, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
