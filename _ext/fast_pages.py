@@ -27,6 +27,7 @@ npm package missing, a TeX error) is a build warning, an error under ``-W``.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import os
@@ -36,6 +37,7 @@ import struct
 import subprocess
 from pathlib import Path
 
+from plain_search_titles import tex_to_text
 from sphinx.util import logging
 
 logger = logging.getLogger(__name__)
@@ -213,6 +215,150 @@ class Icons:
                 f'<path fill="currentColor" d="{path}"></path></svg>')
 
 
+# --- stylesheets: one file instead of a dozen, Font Awesome's fonts cut to the icons used --
+
+STYLESHEET = re.compile(r'<link\b(?=[^>]*\brel="stylesheet")[^>]*\bhref="([^"]+)"[^>]*/?>\s*')
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
+CSS_IMPORT = re.compile(r"""@import\s+(?:url\()?\s*['"]([^'"]+)['"]\s*\)?\s*;""")
+DROPPED_CSS = ("sphinx-thebe.css",)  # thebe is not loaded (offline_pages.py)
+
+
+def _load_css(path: Path, target_dir: Path) -> str:
+    """``path``'s CSS with its imports inlined and its URLs relative to ``target_dir``."""
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"@charset\s+[^;]+;", "", text)
+    text = re.sub(r"/\*# sourceMappingURL=[^*]*\*/", "", text)
+    imported = []
+
+    def inline(m: re.Match) -> str:
+        imported.append(_load_css((path.parent / m.group(1)).resolve(), target_dir))
+        return f"/*@import {len(imported) - 1}*/"
+
+    text = CSS_IMPORT.sub(inline, text)
+
+    def rebase(m: re.Match) -> str:
+        url = m.group(2)
+        if re.match(r"(data:|[a-z]+://|//|#|/)", url):
+            return m.group(0)
+        plain, rest = re.match(r"([^?#]*)(.*)", url).groups()
+        moved = os.path.relpath((path.parent / plain).resolve(), target_dir).replace(os.sep, "/")
+        return f'url("{moved}{rest}")'
+
+    text = CSS_URL.sub(rebase, text)
+    return re.sub(r"/\*@import (\d+)\*/", lambda m: imported[int(m.group(1))], text)
+
+
+def _icon_codepoints(css: str) -> set[int]:
+    """The private-use characters the style sheets draw with Font Awesome's fonts, apart
+    from the ``.fa-NAME:before`` rules of ``<i>`` icons (inline SVGs on these pages)."""
+    points = set()
+    for selector, body in re.findall(r"([^{}]*)\{([^{}]*)\}", css):
+        if re.fullmatch(r"(\s*\.fa[-\w]*:{1,2}(before|after)\s*,?)+", selector.split("}")[-1]):
+            continue
+        codes = [int(h, 16) for h in re.findall(r"\\([0-9a-fA-F]{4,5})", body)]
+        codes += [ord(c) for c in body if 0xE000 <= ord(c) <= 0xF8FF]
+        points.update(c for c in codes if 0xE000 <= c <= 0xF8FF)
+    return points
+
+
+def _subset_icon_fonts(css: str, static: Path) -> str:
+    """Point Font Awesome's @font-face rules at fonts cut to the characters the CSS uses."""
+    from fontTools import subset
+
+    points = _icon_codepoints(css)
+
+    def face(m: re.Match) -> str:
+        rule = m.group(0)
+        ttf = re.search(r'url\("?([^")]*fa-[\w-]+\.ttf)"?\)', rule)
+        if not ttf or not points:
+            return rule
+        source = (static / ttf.group(1)).resolve()
+        digest = hashlib.sha256(repr(sorted(points)).encode()).hexdigest()[:8]
+        target = source.with_name(f"{source.stem}.{digest}.woff")
+        if not target.exists():
+            options = subset.Options()
+            options.flavor = "woff"
+            options.notdef_outline = True
+            font = subset.load_font(str(source), options)
+            subsetter = subset.Subsetter(options)
+            subsetter.populate(unicodes=sorted(points))
+            subsetter.subset(font)
+            subset.save_font(font, str(target), options)
+        url = os.path.relpath(target, static).replace(os.sep, "/")
+        return re.sub(r"src:[^;}]*", f'src:url("{url}") format("woff")', rule)
+
+    return re.sub(r"@font-face\s*\{[^}]*Font Awesome[^}]*\}", face, css)
+
+
+class Stylesheets:
+    """One bundle per distinct list of a page's local stylesheets, in their order."""
+
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
+        self.static = outdir / "_static"
+        self.bundles: dict[tuple[str, ...], str] = {}
+
+    def bundle(self, files: tuple[Path, ...]) -> str:
+        key = tuple(str(f) for f in files)
+        if key not in self.bundles:
+            css = "\n".join(_load_css(f, self.static) for f in files)
+            css = _subset_icon_fonts(css, self.static)
+            digest = hashlib.sha256(css.encode()).hexdigest()[:12]
+            name = f"bundle-{digest}.css"
+            (self.static / name).write_text(css, encoding="utf-8")
+            self.bundles[key] = name
+        return self.bundles[key]
+
+    def rewrite(self, text: str, path: Path) -> str:
+        head_end = text.find("</head>")
+        head = text[:head_end]
+        files, links = [], []
+        for m in STYLESHEET.finditer(head):
+            href = m.group(1)
+            if re.match(r"([a-z]+:)?//", href):
+                continue
+            target = (path.parent / html.unescape(href).split("?")[0]).resolve()
+            links.append(m)
+            if target.name not in DROPPED_CSS and target.is_file():
+                files.append(target)
+        if not links:
+            return text
+        name = self.bundle(tuple(files))
+        depth = len(path.relative_to(self.outdir).parts) - 1
+        tag = f'<link rel="stylesheet" href="{"../" * depth}_static/{name}" />\n'
+        pieces, last = [], 0
+        for i, m in enumerate(links):
+            pieces.append(head[last:m.start()])
+            if i == 0:
+                pieces.append(tag)
+            last = m.end()
+        pieces.append(head[last:])
+        return "".join(pieces) + text[head_end:]
+
+
+def _describe(text: str, written: str) -> str:
+    """``text`` with a meta description: the first paragraph of prose of the page as Sphinx
+    ``written`` it (its maths as plain text), shortened."""
+    if 'name="description"' in text:
+        return text
+    article = written[written.find("<article"):]
+    for m in re.finditer(r"<p>(.*?)</p>", article, flags=re.S):
+        if article[:m.start()].rstrip().endswith("<li>"):
+            continue
+        p = MATH_ELEMENT.sub(lambda e: tex_to_text(html.unescape(re.sub(
+            r"^\\[(\[]|\\[)\]]$", "", e.group(3).strip()))), m.group(1))
+        words = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", "", p))).strip()
+        if len(words) >= 50:
+            if len(words) > 160:
+                words = words[:157].rsplit(" ", 1)[0] + "\u2026"
+            meta = f'<meta name="description" content="{html.escape(words, quote=True)}" />'
+            charset = re.search(r'<meta charset="[^"]*"\s*/?>', text)
+            if not charset:
+                return text
+            return text[:charset.end()] + "\n" + meta + text[charset.end():]
+    return text
+
+
 SCRIPT_SRC = re.compile(r'<script\b([^>]*)\bsrc="([^"]+)"([^>]*)></script>')
 IMG = re.compile(r"<img\b([^>]*?)\s*/?>")
 
@@ -304,9 +450,12 @@ def rewrite_pages(app, exception) -> None:
         typeset = {}
     if typeset:
         _copy_fonts(app)
-    for path, text in docs:
-        text = typeset.get(path, text)
+    sheets = Stylesheets(outdir)
+    for path, written in docs:
+        text = typeset.get(path, written)
         text = _fast_head(text, path, outdir, icons, docs_options)
+        text = sheets.rewrite(text, path)
+        text = _describe(text, written)
         text = text.replace("</head>", MARK + "\n</head>", 1)
         path.write_text(text, encoding="utf-8")
 
