@@ -12,31 +12,44 @@
   "use strict";
   var MIN_SCALE = 0.72;
 
+  /* The room is the box's own width: an equation number beside it (Sphinx's
+     span.eqno) narrows it below its column's width. */
+  function room(m) { return Math.min(m.clientWidth, m.parentElement.clientWidth); }
+  /* The hint goes below the equation's block (div.math is a flex row). */
+  function blockOf(m) { return m.parentElement.matches("div.math") ? m.parentElement : m; }
+
+  /* Writes, then reads, then writes, for all equations at once: a few layouts per page
+     instead of a few per equation. */
   function fit() {
-    var boxes = document.querySelectorAll('mjx-container[display="true"]');
-    boxes.forEach(function (m) {
-      m.style.fontSize = "";
-      m.classList.remove("math-scroll");
-      /* The hint goes below the equation's block (div.math is a flex row). */
-      var block = m.parentElement.matches("div.math") ? m.parentElement : m;
-      var hint = block.nextElementSibling;
-      if (hint && hint.classList.contains("math-scroll-hint")) { hint.remove(); }
-      /* The room is the box's own width: an equation number beside it
-         (Sphinx's span.eqno) narrows it below its column's width. */
-      var room = function () { return Math.min(m.clientWidth, m.parentElement.clientWidth); };
-      if (!room() || m.scrollWidth <= room()) { return; }
-      var scale = 1;
-      for (var i = 0; i < 4 && m.scrollWidth > room() && scale > MIN_SCALE; i++) {
-        scale = Math.max(MIN_SCALE, scale * (room() - 2) / m.scrollWidth);
-        m.style.fontSize = (100 * scale).toFixed(1) + "%";
+    var boxes = Array.prototype.slice.call(
+      document.querySelectorAll('mjx-container[display="true"]'));
+    boxes.forEach(function (m) {  /* undo an earlier fit */
+      if (m.style.fontSize) { m.style.fontSize = ""; }
+      if (m.classList.contains("math-scroll")) {
+        m.classList.remove("math-scroll");
+        var hint = blockOf(m).nextElementSibling;
+        if (hint && hint.classList.contains("math-scroll-hint")) { hint.remove(); }
       }
-      if (m.scrollWidth > room()) {
-        m.classList.add("math-scroll");
-        var note = document.createElement("span");
-        note.className = "math-scroll-hint";
-        note.textContent = "scroll the equation sideways \u2192";
-        block.after(note);
-      }
+    });
+    var wide = boxes.map(function (m) {
+      return { m: m, room: room(m), width: m.scrollWidth, scale: 1 };
+    }).filter(function (b) { return b.room && b.width > b.room; });
+    for (var i = 0; i < 4 && wide.length; i++) {
+      var shrinking = wide.filter(function (b) { return b.scale > MIN_SCALE; });
+      if (!shrinking.length) { break; }
+      shrinking.forEach(function (b) {
+        b.scale = Math.max(MIN_SCALE, b.scale * (b.room - 2) / b.width);
+        b.m.style.fontSize = (100 * b.scale).toFixed(1) + "%";
+      });
+      shrinking.forEach(function (b) { b.room = room(b.m); b.width = b.m.scrollWidth; });
+      wide = wide.filter(function (b) { return b.width > b.room; });
+    }
+    wide.forEach(function (b) {
+      b.m.classList.add("math-scroll");
+      var note = document.createElement("span");
+      note.className = "math-scroll-hint";
+      note.textContent = "scroll the equation sideways \u2192";
+      blockOf(b.m).after(note);
     });
     document.documentElement.dataset.mathFitted = "1";
   }
