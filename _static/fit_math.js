@@ -1,9 +1,9 @@
 /* The attention book: display equations fit their column.
  *
- * The maths is typeset when the book is built (_ext/fast_pages.py). Once the
- * page is parsed, again when its fonts have loaded, and whenever the window is
- * resized, a display equation wider than its column is shrunk to fit, down to
- * MIN_SCALE of its normal size. One that would need more shrinking keeps MIN_SCALE and
+ * The maths is typeset when the book is built (_ext/fast_pages.py). When it
+ * comes near the screen, again when the fonts have loaded, and whenever the
+ * window is resized, a display equation wider than its column is shrunk to fit,
+ * down to MIN_SCALE of its normal size. One that would need more shrinking keeps MIN_SCALE and
  * scrolls inside its own box, marked by a shadow and a "scroll" hint, so it is
  * never cut without a cue. Long equations are best broken in the source; this
  * is the safety net for narrow screens.
@@ -20,9 +20,7 @@
 
   /* Writes, then reads, then writes, for all equations at once: a few layouts per page
      instead of a few per equation. */
-  function fit() {
-    var boxes = Array.prototype.slice.call(
-      document.querySelectorAll('mjx-container[display="true"]'));
+  function fit(boxes) {
     boxes.forEach(function (m) {  /* undo an earlier fit */
       if (m.style.fontSize) { m.style.fontSize = ""; }
       if (m.classList.contains("math-scroll")) {
@@ -51,20 +49,41 @@
       note.textContent = "scroll the equation sideways \u2192";
       blockOf(b.m).after(note);
     });
+    boxes.forEach(function (m) { m.dataset.fitted = "1"; });
     document.documentElement.dataset.mathFitted = "1";
   }
 
+  /* book.css lays sections out only when the reader nears them (content-visibility),
+     so equations are fitted as they come near the screen, a few at a time, and never
+     measured while their section is skipped. */
   function start() {
-    if (!document.querySelector(".math")) { return; }  /* no maths on this page */
-    fit();
-    if (document.fonts && document.fonts.ready) { document.fonts.ready.then(fit); }
+    var boxes = Array.prototype.slice.call(
+      document.querySelectorAll('mjx-container[display="true"]'));
+    if (!boxes.length) { return; }  /* no display maths on this page */
+    var fitted = function () {
+      return boxes.filter(function (m) { return m.dataset.fitted; });
+    };
+    if (!("IntersectionObserver" in window)) {
+      fit(boxes);
+    } else {
+      var observer = new IntersectionObserver(function (entries) {
+        var near = entries.filter(function (e) { return e.isIntersecting; })
+          .map(function (e) { return e.target; });
+        near.forEach(function (m) { observer.unobserve(m); });
+        if (near.length) { fit(near); }
+      }, { rootMargin: "50% 0px" });
+      boxes.forEach(function (m) { observer.observe(m); });
+    }
+    if (document.fonts && document.fonts.ready) {
+      document.fonts.ready.then(function () { fit(fitted()); });
+    }
+    var timer = null;
+    window.addEventListener("resize", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { fit(fitted()); }, 100);
+    });
   }
 
-  var timer = null;
-  window.addEventListener("resize", function () {
-    clearTimeout(timer);
-    timer = setTimeout(fit, 100);
-  });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);
   } else {

@@ -236,10 +236,25 @@ def test_page_fits_a_phone(phone_visit):
 
 
 def _fitted(visit) -> None:
-    """Wait until _static/fit_math.js has fitted the page's display equations."""
-    if visit.page.locator("div.math").count():
-        visit.page.wait_for_function("() => document.documentElement.dataset.mathFitted",
-                                     timeout=20000)
+    """Open every dropdown and scroll through the page as a reader does, then wait until
+    _static/fit_math.js has fitted every display equation that is shown (it fits each
+    as it comes near the screen)."""
+    if visit.page.locator('mjx-container[display="true"]').count():
+        visit.page.evaluate(
+            """async () => {
+                 document.querySelectorAll('.toggle-hidden')
+                   .forEach(e => e.classList.remove('toggle-hidden'));
+                 document.querySelectorAll('details').forEach(d => { d.open = true; });
+                 for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight / 2) {
+                   window.scrollTo(0, y);
+                   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20)));
+                 }
+                 window.scrollTo(0, 0); }""")
+        visit.page.wait_for_function(
+            """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+                       .every(m => m.dataset.fitted
+                                   || !m.checkVisibility({visibilityProperty: true}))""",
+            timeout=20000)
 
 
 def test_no_display_equation_is_cut_on_a_phone(phone_visit):
