@@ -135,7 +135,11 @@ def _render_maths(app, docs: list[tuple[Path, str]]) -> dict[Path, str]:
         text = MATH_ELEMENT.sub(typeset, text)
         if "<mjx-merror" in text:
             logger.warning("%s: MathJax reports a TeX error", path.relative_to(app.outdir))
-        style = f'<style id="MJX-CHTML-styles">{_minify_css(result["css"])}</style>'
+        # The text around a formula is shown at once, its glyphs as soon as MathJax's fonts
+        # have arrived (font-display: swap), rather than the whole paragraph held back.
+        css = re.sub(r"@font-face\s*(/\*.*?\*/)?\s*\{", "@font-face{font-display:swap;",
+                     _minify_css(result["css"]))
+        style = f'<style id="MJX-CHTML-styles">{css}</style>'
         out[path] = text.replace("</head>", style + "\n</head>", 1)
     return out
 
