@@ -25,6 +25,7 @@
       if (m.style.fontSize) { m.style.fontSize = ""; }
       if (m.classList.contains("math-scroll")) {
         m.classList.remove("math-scroll");
+        m.removeAttribute("tabindex");
         var hint = blockOf(m).nextElementSibling;
         if (hint && hint.classList.contains("math-scroll-hint")) { hint.remove(); }
       }
@@ -44,6 +45,7 @@
     }
     wide.forEach(function (b) {
       b.m.classList.add("math-scroll");
+      b.m.tabIndex = 0;  /* a box that scrolls can be scrolled by keyboard */
       var note = document.createElement("span");
       note.className = "math-scroll-hint";
       note.textContent = "scroll the equation sideways \u2192";

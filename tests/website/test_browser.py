@@ -111,8 +111,12 @@ def test_every_equation_is_typeset(visit):
         f"{visit.name}: a client-side MathJax is loaded")
     if has_math:
         # The glyphs are drawn with MathJax's fonts, served by the site itself.
+        # Fonts load when a formula is drawn: bring the first one on screen.
         loaded = visit.page.evaluate(
-            """async () => { await document.fonts.ready;
+            """async () => {
+                 document.querySelector('span.math, div.math').scrollIntoView();
+                 await new Promise(r => requestAnimationFrame(() => setTimeout(r, 300)));
+                 await document.fonts.ready;
                  return [...document.fonts].filter(f => f.family.startsWith('MJXTEX')
                                                        && f.status === 'loaded').length; }""")
         assert loaded, f"{visit.name}: no MathJax font loaded"
@@ -313,6 +317,7 @@ def test_figures_are_sharp_on_a_2x_screen(phone_visit):
 def test_no_serious_accessibility_violation(visit, theme):
     from axe_playwright_python.sync_playwright import Axe
 
+    _fitted(visit)  # every section laid out and every equation fitted, as a reader sees them
     visit.page.evaluate(
         "(t) => { document.documentElement.dataset.theme = t;"
         " document.documentElement.dataset.mode = t; }", theme)
