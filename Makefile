@@ -16,7 +16,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store train-model clean distclean
+.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store bench-site train-model clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
+	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -41,7 +42,19 @@ $(STAMP): requirements.txt pyproject.toml
 INPUTS_HASH = $(shell find attention_lib -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 INPUTS_STAMP := _build/.inputs-hash
 
-book: $(STAMP)
+# The build typesets the maths with MathJax in node (_ext/fast_pages.py); its npm
+# packages, pinned in _ext/node/package-lock.json, are installed into _build/node.
+NODE_DIR   := _build/node
+NODE_STAMP := $(NODE_DIR)/.installed
+
+$(NODE_STAMP): _ext/node/package.json _ext/node/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm"; exit 1; }
+	@mkdir -p $(NODE_DIR)
+	cp _ext/node/package.json _ext/node/package-lock.json $(NODE_DIR)/
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+book: $(STAMP) $(NODE_STAMP)
 	@mkdir -p _build
 	@if [ "$$(cat $(INPUTS_STAMP) 2>/dev/null)" != "$(INPUTS_HASH)" ]; then \
 	    echo "attention_lib changed: every page is read and every notebook executed"; \
@@ -103,6 +116,25 @@ bench-store: $(STAMP)
 # package, attention_lib/data/book_gpt.npz.
 train-model: $(STAMP)
 	$(BIN)/python tools/train_book_model.py
+
+# Lighthouse (npm, pinned in benchmarks/lighthouse/package-lock.json, installed into
+# _build/lighthouse) with the system Chromium, on the built site served gzip-compressed
+# on 127.0.0.1: a table per page (performance, LCP, TBT, accessibility, best practices,
+# SEO, bytes), the median of two runs, with the machine's load.
+LIGHTHOUSE_DIR   := _build/lighthouse
+LIGHTHOUSE_STAMP := $(LIGHTHOUSE_DIR)/.installed
+
+$(LIGHTHOUSE_STAMP): benchmarks/lighthouse/package.json benchmarks/lighthouse/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: apt-get install -y nodejs npm"; exit 1; }
+	@mkdir -p $(LIGHTHOUSE_DIR)
+	cp benchmarks/lighthouse/package.json benchmarks/lighthouse/package-lock.json $(LIGHTHOUSE_DIR)/
+	cd $(LIGHTHOUSE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $(LIGHTHOUSE_STAMP)
+
+bench-site: $(STAMP) $(LIGHTHOUSE_STAMP)
+	@test -f _build/html/index.html || $(MAKE) book
+	CHROME_PATH=$${CHROME_PATH:-$$(command -v chromium || command -v chromium-browser)} \
+	    $(BIN)/python benchmarks/lighthouse_site.py
 
 clean:
 	rm -rf _build .pytest_cache .hypothesis .ruff_cache

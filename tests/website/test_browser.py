@@ -1,9 +1,9 @@
 """The built website as a reader meets it, in headless Chromium (Playwright).
 
 Every page of the table of contents is loaded from a server on 127.0.0.1 and
-checked: no console error, no request to another host, math typeset by the
-local MathJax, no error output, alt text on every image, launch and download
-buttons on the chapters.
+checked: no console error, no request to another host, every formula arriving
+typeset (rendered at build time, no TeX parser in the browser), no error output,
+alt text on every image, launch and download buttons on the chapters.
 """
 
 from __future__ import annotations
@@ -72,12 +72,6 @@ class PageVisit:
         self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
         self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
         self.page.goto(url, wait_until="networkidle")
-        # Sphinx loads MathJax only on pages with math; wait until it has typeset them.
-        if self.page.locator('script[src*="mathjax"]').count():
-            self.page.wait_for_function(
-                "() => window.MathJax && MathJax.startup && MathJax.startup.promise",
-                timeout=20000)
-            self.page.evaluate("() => MathJax.startup.promise")
 
 
 def _visits(context, base_url: str, name: str) -> Iterator[PageVisit]:
@@ -109,9 +103,23 @@ def test_every_equation_is_typeset(visit):
     for raw in (r"\(", r"\[", "$$", r"\frac", r"\begin{"):
         assert raw not in text, f"{visit.name}: raw TeX {raw!r} left in the page text"
     has_math = visit.page.locator("div.math, span.math").count()
-    typeset = visit.page.locator("mjx-container").count()
+    typeset = visit.page.locator("div.math mjx-container, span.math mjx-container").count()
     assert typeset >= has_math, f"{visit.name}: {has_math} formulas but {typeset} typeset"
     assert not visit.page.locator("mjx-merror").count(), f"{visit.name}: a TeX error"
+    # Typeset when the book was built: the browser parses no TeX.
+    assert visit.page.evaluate("() => typeof window.MathJax") == "undefined", (
+        f"{visit.name}: a client-side MathJax is loaded")
+    if has_math:
+        # The glyphs are drawn with MathJax's fonts, served by the site itself.
+        # Fonts load when a formula is drawn: bring the first one on screen.
+        loaded = visit.page.evaluate(
+            """async () => {
+                 document.querySelector('span.math, div.math').scrollIntoView();
+                 await new Promise(r => requestAnimationFrame(() => setTimeout(r, 300)));
+                 await document.fonts.ready;
+                 return [...document.fonts].filter(f => f.family.startsWith('MJXTEX')
+                                                       && f.status === 'loaded').length; }""")
+        assert loaded, f"{visit.name}: no MathJax font loaded"
 
 
 def test_no_error_output(visit):
@@ -130,7 +138,18 @@ def test_no_error_output(visit):
     assert not visit.page.locator(".output.traceback, .output.error").count()
 
 
+def _load_every_image(page) -> None:
+    """Figures below the first load lazily, as the reader scrolls: load them all now."""
+    page.evaluate(
+        """() => Promise.all([...document.images].map(img => {
+               img.loading = 'eager';
+               return img.complete ? null : new Promise(done => {
+                   img.addEventListener('load', done); img.addEventListener('error', done); });
+           }))""")
+
+
 def test_every_image_has_alt_text_and_loads(visit):
+    _load_every_image(visit.page)
     images = visit.page.locator("article img")
     for i in range(images.count()):
         img = images.nth(i)
@@ -224,11 +243,28 @@ def test_page_fits_a_phone(phone_visit):
         f"sticking out: {wide}")
 
 
-def _fitted(visit) -> None:
-    """Wait until _static/fit_math.js has fitted the page's display equations."""
-    if visit.page.locator("div.math").count():
-        visit.page.wait_for_function("() => document.documentElement.dataset.mathFitted",
-                                     timeout=20000)
+def _fitted(visit, open_dropdowns: bool = True) -> None:
+    """Open every dropdown and scroll through the page as a reader does, then wait until
+    _static/fit_math.js has fitted every display equation that is shown (it fits each
+    as it comes near the screen)."""
+    if visit.page.locator('mjx-container[display="true"]').count():
+        visit.page.evaluate(
+            """async (open) => {
+                 if (open) {
+                   document.querySelectorAll('.toggle-hidden')
+                     .forEach(e => e.classList.remove('toggle-hidden'));
+                   document.querySelectorAll('details').forEach(d => { d.open = true; });
+                 }
+                 for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight / 2) {
+                   window.scrollTo(0, y);
+                   await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20)));
+                 }
+                 window.scrollTo(0, 0); }""", open_dropdowns)
+        visit.page.wait_for_function(
+            """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+                       .every(m => m.dataset.fitted
+                                   || !m.checkVisibility({visibilityProperty: true}))""",
+            timeout=20000)
 
 
 def test_no_display_equation_is_cut_on_a_phone(phone_visit):
@@ -272,6 +308,7 @@ def test_no_equation_needs_to_scroll(phone_visit):
 
 
 def test_figures_are_sharp_on_a_2x_screen(phone_visit):
+    _load_every_image(phone_visit.page)
     blurry = phone_visit.page.evaluate(
         """() => [...document.querySelectorAll('article img')]
             .filter(i => !/\\.svg($|\\?)/.test(i.currentSrc || i.src) && i.clientWidth > 0
@@ -286,6 +323,9 @@ def test_figures_are_sharp_on_a_2x_screen(phone_visit):
 def test_no_serious_accessibility_violation(visit, theme):
     from axe_playwright_python.sync_playwright import Axe
 
+    # Every section laid out and every equation fitted, as a reader sees the page (with
+    # its dropdowns closed).
+    _fitted(visit, open_dropdowns=False)
     visit.page.evaluate(
         "(t) => { document.documentElement.dataset.theme = t;"
         " document.documentElement.dataset.mode = t; }", theme)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 from pathlib import Path
 
@@ -30,17 +31,101 @@ def test_page_fetches_nothing_from_another_host(html_root, name):
     assert not remote, f"{name}.html loads {remote}"
 
 
+MATH_ELEMENT = re.compile(r'<(span|div) class="math[^"]*"[^>]*>(.*?)</\1>', re.S)
+TEX_PARSERS = re.compile(r"mathjax|katex|tex-(chtml|svg|mml)", re.I)
+
+
 @pytest.mark.parametrize("name", PAGES)
-def test_math_is_typeset_by_the_local_mathjax(html_root, name):
+def test_math_is_rendered_at_build_time(html_root, name):
+    """Every formula arrives typeset, with its assistive MathML; no TeX parser is loaded."""
     html = page(html_root, name)
-    scripts = re.findall(r"<script[^>]*src=\"([^\"]*mathjax[^\"]*)\"", html, flags=re.I)
-    if 'class="math' not in html:
-        assert not scripts, f"{name}.html has no math but loads MathJax"
-        return
-    assert scripts, f"{name}.html has math but loads no MathJax"
-    for src in scripts:
-        target = (html_root / name).parent / src.split("?")[0]
-        assert target.exists(), f"{name}.html loads {src}, which is not in the built site"
+    scripts = re.findall(r"<script\b[^>]*>", html, flags=re.I)
+    parsers = [s for s in scripts if TEX_PARSERS.search(s)]
+    assert not parsers, f"{name}.html loads a TeX parser: {parsers}"
+    assert "window.MathJax" not in html, f"{name}.html configures a client-side MathJax"
+    formulas = MATH_ELEMENT.findall(html)
+    raw = [inner[:60] for _, inner in formulas
+           if re.search(r"\\\(|\\\[", inner) or "<mjx-container" not in inner]
+    assert not raw, f"{name}.html: formulas left as TeX: {raw[:3]}"
+    assert "<mjx-merror" not in html, f"{name}.html: a TeX error"
+    if formulas:
+        assert html.count("<mjx-assistive-mml") >= len(formulas), (
+            f"{name}.html: a formula without MathML for screen readers")
+        fonts = re.findall(r'url\("?([^")]+\.woff2?)"?\)', html)
+        assert fonts, f"{name}.html: typeset maths but no MathJax fonts"
+        for font in set(fonts):
+            assert (html_root / name).parent.joinpath(font).resolve().exists(), (
+                f"{name}.html: MathJax font {font} is not in the built site")
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_render_blocking_script(html_root, name):
+    """Every script file is deferred (or async); inline scripts only."""
+    html = page(html_root, name)
+    blocking = [m.group(0) for m in re.finditer(r"<script\b[^>]*\bsrc=[^>]*>", html)
+                if not re.search(r"\b(defer|async)\b|type=\"module\"", m.group(0))]
+    assert not blocking, f"{name}.html: render-blocking scripts {blocking}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_icons_are_inline_svg_without_the_icon_script(html_root, name):
+    html = page(html_root, name)
+    assert "fontawesome" not in " ".join(re.findall(r"<script\b[^>]*>", html)).lower(), (
+        f"{name}.html loads the Font Awesome script")
+    left = re.findall(r'<i class="[^"]*\bfa-[^"]*"', html)
+    assert not left, f"{name}.html: icons that only the script would draw: {left[:3]}"
+    assert 'class="svg-inline--fa' in html, f"{name}.html: no icons at all"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_search_index_only_on_the_search_page(html_root, name):
+    html = page(html_root, name)
+    assert "searchindex.js" not in html and "searchtools.js" not in html, (
+        f"{name}.html loads the search index")
+    search = (html_root / "search.html").read_text()
+    assert "searchindex.js" in search and "searchtools.js" in search
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_figures_are_sized_and_lazy_below_the_first(html_root, name):
+    html = page(html_root, name)
+    figures = [t for t in re.findall(r"<img\b[^>]*>", html) if "_images/" in t]
+    for i, tag in enumerate(figures):
+        assert re.search(r'\bwidth="\d+"', tag) and re.search(r'\bheight="\d+"', tag), (
+            f"{name}.html: figure without width/height: {tag[-120:]}")
+        assert ('loading="lazy"' in tag) == (i > 0), (
+            f"{name}.html: figure {i} {'not ' if i else ''}lazy: {tag[-120:]}")
+
+
+# What a phone downloads before it can show a page, gzip-compressed as a static host
+# serves it: the HTML and every stylesheet, script and figure it loads at once (lazy
+# figures and the maths fonts, fetched as needed, are not counted).
+PAGE_BUDGET_KIB = 400
+
+
+def _gzip_size(path: Path) -> int:
+    return len(gzip.compress(path.read_bytes(), compresslevel=6, mtime=0))
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_weight_is_within_budget(html_root, name):
+    html = page(html_root, name)
+    here = (html_root / name).parent
+    total, seen = _gzip_size(html_root / f"{name}.html"), set()
+    for tag in re.findall(r"<(?:script|img|link)\b[^>]*>", html):
+        url = re.search(r'\b(?:src|href)="([^"]+)"', tag)
+        if (not url or re.match(r"(https?:)?//|data:", url.group(1))
+                or (tag.startswith("<link") and not re.search(r'rel="(stylesheet|preload)"', tag))
+                or 'loading="lazy"' in tag):
+            continue
+        target = here.joinpath(url.group(1).split("?")[0].split("#")[0]).resolve()
+        if target in seen or not target.is_file():
+            continue
+        seen.add(target)
+        total += _gzip_size(target)
+    assert total <= PAGE_BUDGET_KIB * 1024, (
+        f"{name}.html needs {total / 1024:.0f} KiB (gzip) before it shows, "
+        f"over the {PAGE_BUDGET_KIB} KiB budget")
 
 
 @pytest.mark.parametrize("name", [p for p in PAGES if p.startswith("chapters/")])
