@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import describe, real_number
+from ._validation import index_array, real_number
 
 __all__ = ["CharTokenizer", "shakespeare_split", "shakespeare_text"]
 
@@ -125,10 +125,7 @@ class CharTokenizer:
 
     def decode(self, tokens: Any) -> str:
         """Ids back to text; an id outside ``0 .. vocab_size - 1`` is an error."""
-        t = np.asarray(tokens)
-        if t.dtype == np.bool_ or t.dtype.kind not in "iu" or t.ndim != 1:
-            raise TypeError(f"tokens have {describe(t)}; expected a 1-D array of integer ids")
-        if t.size and (t.min() < 0 or t.max() >= self.vocab_size):
-            raise ValueError(f"tokens hold ids from {t.min()} to {t.max()}; expected 0 to "
-                             f"{self.vocab_size - 1}")
+        if np.size(tokens) == 0 and np.ndim(tokens) == 1:
+            return ""
+        t = index_array(tokens, self.vocab_size, "tokens", ndim=1)  # no id wrapped
         return "".join(self.alphabet[i] for i in t)

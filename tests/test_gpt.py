@@ -191,7 +191,9 @@ def test_attention_weights_are_causal_rows_that_sum_to_one():
     w = al.gpt_attention_weights(_random_params(config), config, [[1, 2, 3, 4], [0, 0, 0, 0]])
     assert w.shape == (2, 2, 2, 4, 4)
     np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-12)
-    assert not np.triu(np.ones((4, 4), bool), 1)[None, None, None].__and__(w != 0).any()
+    future = np.triu(np.ones((4, 4), dtype=bool), 1)  # key after the query
+    assert not w[..., future].any()
+    assert (w[..., ~future] > 0).all()
 
 
 # ---------------------------------------------------------------- generation
@@ -252,15 +254,15 @@ def test_next_token_distribution_against_its_definition():
 def test_bad_input_names_what_is_wrong():
     config = CONFIGS["learned"]
     params = al.init_gpt(config, dtype=np.float64)
-    with pytest.raises(ValueError, match="id -1"):
+    with pytest.raises(ValueError, match=r"^tokens contains 1 entry outside 0\.\.6, the first -1"):
         al.gpt_logits(params, config, [[1, -1]])
-    with pytest.raises(ValueError, match="id 7"):
+    with pytest.raises(ValueError, match=r"outside 0\.\.6, the first 7"):
         al.gpt_logits(params, config, [[7]])
     with pytest.raises(ValueError, match="context is 6"):
         al.gpt_logits(params, config, [[1] * 7])
-    with pytest.raises(TypeError, match="integer token ids"):
+    with pytest.raises(TypeError, match="^tokens has dtype float64; expected integer"):
         al.gpt_logits(params, config, [[1.0, 2.0]])
-    with pytest.raises(ValueError, match=r"shape \(B, T\)"):
+    with pytest.raises(ValueError, match=r"^tokens has 1 dimension\(s\).*expected 2"):
         al.gpt_logits(params, config, [1, 2])
     broken = dict(params, wte=params["wte"][:, :4])
     with pytest.raises(ValueError, match="wte"):

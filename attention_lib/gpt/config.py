@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_flag, describe, exact_keys, positive_int
+from .._validation import check_flag, describe, exact_keys, index_array, positive_int
 
 __all__ = ["GPTConfig", "gpt_parameter_shapes"]
 
@@ -187,17 +187,8 @@ def check_params(params: Any, config: GPTConfig) -> np.dtype:
 
 def check_tokens(tokens: Any, config: GPTConfig, name: str = "tokens") -> np.ndarray:
     """``tokens`` as an int64 array (B, T) of ids in ``0 .. V - 1`` with ``1 <= T <= context``."""
-    t = np.asarray(tokens)
-    if t.dtype == np.bool_ or t.dtype.kind not in "iu":
-        raise TypeError(f"{name} has {describe(t)}; expected integer token ids")
-    if t.ndim != 2 or t.shape[0] < 1 or t.shape[1] < 1:
-        raise ValueError(f"{name} has {describe(t)}; expected shape (B, T) with B, T >= 1")
+    t = index_array(tokens, config.vocab_size, name, ndim=2)  # (B, T), no id wrapped
     if t.shape[1] > config.context:
         raise ValueError(f"{name} has T={t.shape[1]} positions ({describe(t)}); the model's "
                          f"context is {config.context}; expected T <= {config.context}")
-    low, high = int(t.min()), int(t.max())
-    if low < 0 or high >= config.vocab_size:
-        bad = low if low < 0 else high
-        raise ValueError(f"{name} holds the id {bad}; expected ids from 0 to "
-                         f"{config.vocab_size - 1} (negative ids are not wrapped)")
-    return t.astype(np.int64, copy=False)
+    return t

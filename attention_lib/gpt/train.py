@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_flag, positive_int, real_number
+from .._validation import check_flag, index_array, positive_int, real_number
 from .config import GPTConfig, check_params
 from .model import _forward, cross_entropy, gpt_loss_and_grads, init_gpt
 
@@ -183,14 +183,11 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
     progress = check_flag(progress, "progress")
     streams = []
     for name, tokens in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
-        t = np.asarray(tokens)
-        if t.ndim != 1 or t.dtype.kind not in "iu" or t.size <= config.context + 1:
-            raise ValueError(f"{name} has shape {t.shape} and dtype {t.dtype}; expected a 1-D "
-                             f"stream of integer ids longer than context + 1 = "
-                             f"{config.context + 1}")
-        if t.min() < 0 or t.max() >= config.vocab_size:
-            raise ValueError(f"{name} holds ids outside 0 .. {config.vocab_size - 1}")
-        streams.append(t.astype(np.int64))
+        t = index_array(tokens, config.vocab_size, name, ndim=1)  # (N,), ids checked
+        if t.size <= config.context + 1:
+            raise ValueError(f"{name} has {t.size} tokens; expected a stream longer than "
+                             f"context + 1 = {config.context + 1}")
+        streams.append(t)
     train_stream, val_stream = streams
     settings = {"config": dict(vars(config)), "steps": steps, "batch_size": batch_size,
                 "lr": lr, "min_lr": min_lr, "warmup": warmup, "weight_decay": weight_decay,

@@ -15,9 +15,9 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 from numpy.typing import ArrayLike
 
-from .._validation import as_real_array, positive_int
+from .._validation import as_real_array, positive_int, token_position
 from ..attention import scaled_dot_product_attention, scaled_scores
-from .style import _MIN_PT, _OKABE, _TINT, _labels, _token_index
+from .style import _MIN_PT, _OKABE, _TINT, _labels
 
 __all__ = ["head_split_flow", "kv_cache_step", "query_path"]
 
@@ -167,9 +167,9 @@ def query_path(
         if n_q != n_k:
             raise ValueError(f"query={query!r} is a token, but q has {n_q} rows and k {n_k}; "
                              "pass the row index")
-        i = _token_index(names, query)
+        i = token_position(names, query)
     else:
-        i = _token_index([str(r) for r in range(n_q)], query)
+        i = token_position([str(r) for r in range(n_q)], query)
     out, weights = scaled_dot_product_attention(qa, ka, va)
     w = weights[i]
     s = scaled_scores(qa[i:i + 1].astype(out.dtype), ka.astype(out.dtype))[0]  # (n_k,)

@@ -13,10 +13,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
-from .._validation import as_real_array, positive_int
+from .._validation import as_real_array, positive_int, token_position
 from ..saturation import projection_scale_weights, saturation_scores, saturation_stats
 from .matrices import attention_heatmap, weights_bar
-from .style import _token_index
 
 __all__ = ["projection_scale_grid", "saturation_grid"]
 
@@ -59,7 +58,7 @@ def projection_scale_grid(
     >>> plt.close(fig)
     """
     tokens = tuple(example.tokens)
-    i = _token_index(tokens, query)
+    i = token_position(tokens, query)
     c = as_real_array(scales, "scales", min_ndim=1)
     weights = projection_scale_weights(example.x, example.w_q, example.w_k, c)  # (S, n, n)
     fig, axes = plt.subplots(len(c), 2, figsize=(7.0, 2.5 * len(c) + 0.5),

@@ -1,8 +1,7 @@
 """The book's figure style, its colours, and the labels every figure writes.
 
 ``use_book_style`` sets legible sizes and sharp inline PNGs; ``_OKABE`` and
-``_TINT`` are the colours of the diagrams; ``_labels`` and ``_token_index``
-turn tokens into tick labels and a token into its position.
+``_TINT`` are the colours of the diagrams; ``_labels`` turns tokens into tick labels.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
-
-from .._validation import token_position
 
 __all__ = ["BOOK_RC", "use_book_style"]
 
@@ -103,9 +100,3 @@ def _labels(labels: Sequence[str] | None, n: int, name: str) -> list[str]:
     if len(labels) != n:
         raise ValueError(f"{name} has {len(labels)} labels; expected {n}, one per row/column")
     return labels
-
-
-def _token_index(tokens: tuple[str, ...] | list[str], query: str | int) -> int:
-    """Position of ``query`` (a token or a position ``0 <= query < len(tokens)``)."""
-    return token_position(tokens, query)
-
