@@ -216,7 +216,8 @@ def feed_forward(
         hidden = np.maximum(hidden, work.type(0))
     else:
         c = math.sqrt(2.0 / math.pi)
-        hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * hidden**3)))
+        cube = hidden * hidden * hidden  # not hidden**3: float32 powf is ~100x slower
+        hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * cube)))
     return (hidden @ w2a + b2a).astype(dtype, copy=False)  # (..., n, d_model)
 
 
