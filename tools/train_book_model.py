@@ -20,7 +20,7 @@ from attention_lib.gpt.stored import BOOK_MODEL, save_gpt
 from attention_lib.gpt.train import sequence_loss, train_gpt
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS = {"steps": 2500, "batch_size": 32, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100,
+SETTINGS = {"steps": 5000, "batch_size": 32, "lr": 3e-3, "min_lr": 3e-4, "warmup": 100,
             "weight_decay": 0.1, "clip": 1.0, "betas": (0.9, 0.99), "eval_every": 250,
             "eval_windows": 64, "seed": 0}
 SIZES = {"context": 128, "d_model": 128, "n_layers": 4, "n_heads": 4}

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_flag, index_array, positive_int, real_number
+from ..training.optim import Adam, clip_by_global_norm
 from .config import GPTConfig, check_params
 from .model import _forward, cross_entropy, gpt_loss_and_grads, init_gpt
 
@@ -199,9 +200,8 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
     batch_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
     val_starts = np.linspace(0, val_stream.size - config.context - 2, eval_windows).astype(int)
     val_x, val_y = lm_windows(val_stream, val_starts, config.context)
-    m = {k: np.zeros_like(v) for k, v in params.items()}
-    v2 = {k: np.zeros_like(v) for k, v in params.items()}
-    decays = {k: a.ndim >= 2 for k, a in params.items()}
+    opt = Adam(params, lr=lr, betas=(beta1, beta2), weight_decay=weight_decay,
+               decay=[k for k, a in params.items() if a.ndim >= 2])  # matrices, not biases
 
     bar = None
     if progress:
@@ -214,20 +214,9 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
         x, y = lm_windows(train_stream, starts, config.context)
         loss, grads = gpt_loss_and_grads(params, config, x, y)
         log.train_loss.append(loss)
-        norm = math.sqrt(sum(float(np.vdot(g, g)) for g in grads.values()))
-        scale = min(1.0, clip / norm) if norm > 0 else 1.0
-        rate = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)
-        c1, c2 = 1.0 - beta1**step, 1.0 - beta2**step
-        for k, p in params.items():
-            g = grads[k] * scale
-            m[k] *= beta1
-            m[k] += (1.0 - beta1) * g
-            v2[k] *= beta2
-            v2[k] += (1.0 - beta2) * (g * g)
-            update = (m[k] / c1) / (np.sqrt(v2[k] / c2) + 1e-8)
-            if decays[k]:
-                update = update + weight_decay * p
-            p -= (rate * update).astype(p.dtype, copy=False)
+        grads, _ = clip_by_global_norm(grads, clip)
+        opt.lr = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)
+        opt.step(grads)
         if step % eval_every == 0 or step == steps:
             val, _ = cross_entropy(_forward(params, config, val_x, keep=False)[0], val_y)
             log.eval_steps.append(step)

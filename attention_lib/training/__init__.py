@@ -9,7 +9,7 @@ Modules
 -------
 ``data``        the tasks' batches (:class:`RetrievalData`, :class:`ShiftData`)
 ``head``        the attention head's forward and backward pass, the cross-entropy
-``optim``       :class:`Adam`
+``optim``       :class:`Adam` (AdamW with ``weight_decay``), :func:`clip_by_global_norm`
 ``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
 ``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
 ``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
@@ -58,7 +58,7 @@ from .model_file import (  # noqa: F401
     export_retrieval_model,
     load_retrieval_model,
 )
-from .optim import Adam  # noqa: F401
+from .optim import Adam, clip_by_global_norm  # noqa: F401
 from .retrieval import (  # noqa: F401
     RETRIEVAL_PARAMS,
     retrieval_forward,
