@@ -48,7 +48,8 @@ def _meta(**over):
 @pytest.mark.parametrize("change,message", [
     (lambda a, m: a.update(wte=a["wte"][:, :3]), "wte"),
     (lambda a, m: a.update(wte=np.full((5, 4), np.nan, np.float32)), "non-finite"),
-    (lambda a, m: a.update(wte=a["wte"].astype(np.float16)), "float32 or float64"),
+    (lambda a, m: a.update(wte=a["wte"].astype(np.int32)), "float32 or float64"),
+    (lambda a, m: a.update(wte=a["wte"].astype(np.float64)), "mix dtypes"),
     (lambda a, m: a.update(wte=np.array([["x"] * 4] * 5)), "float32 or float64"),
     (lambda a, m: a.pop("wpe"), "lacks"),
     (lambda a, m: a.update(extra=np.zeros(2, np.float32)), "unexpected"),
@@ -87,3 +88,34 @@ def test_save_refuses_non_finite_or_mismatched_parameters(tmp_path):
     with pytest.raises(ValueError, match="vocab_size"):
         save_gpt(tmp_path / "m.npz", al.init_gpt(CONFIG), CONFIG, CharTokenizer("abc"))
     assert not (tmp_path / "m.npz").exists()
+
+
+def test_half_storage_keeps_the_very_numbers(tmp_path):
+    params = al.round_to_half(al.init_gpt(CONFIG, seed=5))
+    save_gpt(tmp_path / "h.npz", params, CONFIG, TOK, half=True)
+    with np.load(tmp_path / "h.npz", allow_pickle=False) as raw:  # float16 on disk
+        assert all(raw[name].dtype == np.float16 for name in params)
+    model = load_gpt(tmp_path / "h.npz")
+    for name, a in params.items():
+        assert model.params[name].dtype == np.float32
+        np.testing.assert_array_equal(model.params[name], a)
+
+
+def test_round_to_half_is_the_nearest_float16():
+    x = np.array([0.1, 1 / 3, 65504.0, 1e-8, -2.5], dtype=np.float32)
+    r = al.round_to_half({"x": x})["x"]
+    assert r.dtype == np.float32
+    grid = np.arange(-(2**15), 2**15, dtype=np.int64).astype(np.uint16).view(np.float16)
+    grid = grid[np.isfinite(grid)].astype(np.float64)
+    for value, got in zip(x, r, strict=True):  # nearest point of the float16 grid
+        assert abs(float(got) - float(value)) == np.abs(grid - float(value)).min()
+
+
+def test_half_storage_refuses_values_float16_cannot_hold(tmp_path):
+    params = al.init_gpt(CONFIG, seed=5)  # float32 draws, not float16 numbers
+    with pytest.raises(ValueError, match="round_to_half"):
+        save_gpt(tmp_path / "h.npz", params, CONFIG, TOK, half=True)
+    with pytest.raises(ValueError, match="round_to_half"):
+        save_gpt(tmp_path / "h.npz", al.init_gpt(CONFIG, dtype=np.float64), CONFIG, TOK,
+                 half=True)
+    assert not (tmp_path / "h.npz").exists()

@@ -7,7 +7,8 @@ Modules, in the order a forward pass meets them:
 - :mod:`.model`: :func:`init_gpt`, :func:`gpt_logits`, :func:`gpt_attention_weights`,
   :func:`gpt_loss_and_grads`;
 - :mod:`.sampling`: :func:`next_token_distribution` and :func:`generate` (with the KV cache);
-- :mod:`.stored`: the model file (:func:`save_gpt`, :func:`load_gpt`);
+- :mod:`.stored`: the model file (:func:`save_gpt`, :func:`load_gpt`) and the book's
+  trained model (:func:`book_language_model`);
 - :mod:`.train`: training on a token stream (:func:`~attention_lib.gpt.train.train_gpt`).
 """
 
@@ -16,11 +17,12 @@ from __future__ import annotations
 from .config import GPTConfig, gpt_parameter_shapes
 from .model import gpt_attention_weights, gpt_logits, gpt_loss_and_grads, init_gpt
 from .sampling import generate, next_token_distribution
-from .stored import BookLanguageModel, load_gpt, save_gpt
+from .stored import BookLanguageModel, book_language_model, load_gpt, round_to_half, save_gpt
 
 __all__ = [
     "BookLanguageModel",
     "GPTConfig",
+    "book_language_model",
     "generate",
     "gpt_attention_weights",
     "gpt_logits",
@@ -29,5 +31,6 @@ __all__ = [
     "init_gpt",
     "load_gpt",
     "next_token_distribution",
+    "round_to_half",
     "save_gpt",
 ]

@@ -5,6 +5,11 @@ The file holds one array per parameter (the names of
 object: ``{"format": 1, "config": {...}, "alphabet": "...", "log": {...}}``. It is read with
 ``allow_pickle=False``, and every part is checked on load (names, shapes, dtype, finiteness,
 the alphabet against the vocabulary), with an error that names what is wrong.
+
+Parameters may be stored as float16 (``save_gpt(..., half=True)``) when every value is one
+that float16 holds exactly; they are read back as the same float32 numbers. The book's model
+is stored so: half the bytes, for the package and for the browser that runs it, and not an
+approximation of the model the chapters compute with, but that model.
 """
 
 from __future__ import annotations
@@ -12,15 +17,16 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import asdict, dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..corpus import CharTokenizer
+from ..corpus import CharTokenizer, shakespeare_split
 from .config import GPTConfig, check_params
 
-__all__ = ["BookLanguageModel", "load_gpt", "save_gpt"]
+__all__ = ["BookLanguageModel", "book_language_model", "load_gpt", "round_to_half", "save_gpt"]
 
 FORMAT = 1
 META = "__meta__"
@@ -57,10 +63,35 @@ class BookLanguageModel:
         return self.tokenizer.decode(tokens)
 
 
+def round_to_half(params: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every parameter rounded to the nearest float16 number, kept as float32.
+
+    Examples
+    --------
+    >>> round_to_half({"w": np.array([0.1, 1.0], dtype=np.float32)})["w"]
+    array([0.09998, 1.     ], dtype=float32)
+    """
+    return {k: np.asarray(a).astype(np.float16).astype(np.float32) for k, a in params.items()}
+
+
 def save_gpt(path: str | Path, params: dict[str, np.ndarray], config: GPTConfig,
-             tokenizer: CharTokenizer, log: dict[str, Any] | None = None) -> None:
-    """Write a model file; refuses parameters that do not fit ``config`` or are not finite."""
+             tokenizer: CharTokenizer, log: dict[str, Any] | None = None, *,
+             half: bool = False) -> None:
+    """Write a model file; refuses parameters that do not fit ``config`` or are not finite.
+
+    With ``half=True`` the parameters are stored as float16 and must be float32 numbers that
+    float16 holds exactly (:func:`round_to_half` makes them so); anything else is refused,
+    so that the file never holds a different model from the one in memory.
+    """
     check_params(params, config)
+    if half:
+        inexact = [k for k, a in params.items()
+                   if a.dtype != np.float32 or not np.array_equal(round_to_half({k: a})[k], a)]
+        if inexact:
+            raise ValueError(f"half=True, but params {inexact[:3]} hold values float16 cannot "
+                             "represent (or are not float32); round them with round_to_half "
+                             "first")
+        params = {k: a.astype(np.float16) for k, a in params.items()}
     if not isinstance(tokenizer, CharTokenizer) or tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"tokenizer has {getattr(tokenizer, 'vocab_size', None)} characters; "
                          f"expected a CharTokenizer of config.vocab_size={config.vocab_size}")
@@ -101,6 +132,9 @@ def _read(data: bytes, source: str) -> BookLanguageModel:
         config = GPTConfig(**meta["config"])
     except TypeError as err:
         raise ValueError(f"{source}: the config is not a GPTConfig ({err})") from None
+    for name, a in arrays.items():  # float16 on disk: the same numbers as float32
+        if a.dtype == np.float16:
+            arrays[name] = a.astype(np.float32)
     check_params(arrays, config)
     tokenizer = CharTokenizer(meta["alphabet"])
     if tokenizer.vocab_size != config.vocab_size:
@@ -112,3 +146,34 @@ def _read(data: bytes, source: str) -> BookLanguageModel:
 def load_gpt(path: str | Path) -> BookLanguageModel:
     """Read and check a model file written by :func:`save_gpt`."""
     return _read(Path(path).read_bytes(), str(path))
+
+
+def book_language_model() -> BookLanguageModel:
+    """The book's trained Shakespeare model, with its validation text.
+
+    Read from the package's data (``attention_lib/data/book_gpt.npz``, written by
+    ``tools/train_book_model.py``) through ``importlib.resources``, and checked as
+    :func:`load_gpt` checks any model file. Each call returns fresh arrays.
+
+    Returns
+    -------
+    BookLanguageModel
+        ``.params`` (float32), ``.config``, ``.encode``/``.decode``, ``.log`` (the
+        training record: settings, losses, time and CPU) and ``.validation_text`` (the
+        part of the corpus the model was not trained on, from
+        :func:`~attention_lib.shakespeare_split`).
+
+    Examples
+    --------
+    >>> model = book_language_model()
+    >>> model.config.n_layers, model.decode(model.encode("Romeo"))
+    (4, 'Romeo')
+    """
+    data = resources.files("attention_lib").joinpath("data", BOOK_MODEL).read_bytes()
+    model = _read(data, f"attention_lib/data/{BOOK_MODEL}")
+    train_text, validation_text = shakespeare_split()
+    if model.log.get("train_characters") not in (None, len(train_text)):
+        raise ValueError(f"{BOOK_MODEL} was trained on {model.log['train_characters']} "
+                         f"characters, but the corpus's training part has {len(train_text)}")
+    return BookLanguageModel(model.params, model.config, model.tokenizer, model.log,
+                             validation_text)
