@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import index_array, real_number
+from ._validation import index_array, positive_int, real_number
 
-__all__ = ["CharTokenizer", "shakespeare_split", "shakespeare_text"]
+__all__ = ["CharTokenizer", "ngram_loss", "shakespeare_split", "shakespeare_text"]
 
 VALIDATION_FRACTION = 0.1
 
@@ -129,3 +129,65 @@ class CharTokenizer:
             return ""
         t = index_array(tokens, self.vocab_size, "tokens", ndim=1)  # no id wrapped
         return "".join(self.alphabet[i] for i in t)
+
+
+def ngram_loss(train_tokens: Any, eval_tokens: Any, vocab_size: int, *, n: int = 2,
+               alpha: float = 1.0) -> float:
+    r"""Nats per token of a counting model: the next token from the ``n - 1`` before it.
+
+    The baseline a language model must beat. Counts come from ``train_tokens``, every
+    count gets ``alpha`` added (so an unseen pair is unlikely, not impossible), and the
+    loss is measured on ``eval_tokens``.
+
+    Parameters
+    ----------
+    train_tokens, eval_tokens : array_like of int, shape (N,)
+        Token ids in ``0 .. vocab_size - 1``; ``eval_tokens`` longer than ``n - 1``.
+    vocab_size : int
+    n : int, default 2
+        1: how often each token occurs (unigram); 2: which token follows which (bigram);
+        3: which follows each pair (trigram).
+    alpha : float, default 1.0
+        Added to every count (add-alpha smoothing), > 0.
+
+    Returns
+    -------
+    float
+        The mean of :math:`-\ln p(t_i \mid t_{i-n+1} \dots t_{i-1})` over every token of
+        ``eval_tokens`` after its first ``n - 1`` (the probability is in Notes).
+
+    Notes
+    -----
+    .. math::
+
+        p(t \mid c) = \frac{\operatorname{count}(c, t) + \alpha}
+                           {\operatorname{count}(c) + \alpha V} .
+
+    Examples
+    --------
+    >>> train, held = [0, 1, 0, 1, 0, 1], [0, 1, 0]
+    >>> round(ngram_loss(train, held, 2, n=2, alpha=0.5), 3)  # -(ln(3.5/4) + ln(2.5/3)) / 2
+    0.158
+    """
+    V = positive_int(vocab_size, "vocab_size")
+    n = positive_int(n, "n")
+    if n > 3:
+        raise ValueError(f"n={n}; expected 1, 2 or 3 (a table of V**(n-1) rows)")
+    alpha = real_number(alpha, "alpha", minimum=0.0, strict_minimum=True)
+    train = index_array(train_tokens, V, "train_tokens", ndim=1)
+    held = index_array(eval_tokens, V, "eval_tokens", ndim=1)
+    if held.size < n:
+        raise ValueError(f"eval_tokens has {held.size} tokens; expected at least n={n}")
+
+    def contexts(t: np.ndarray) -> np.ndarray:  # each position's n - 1 predecessors, as one id
+        c = np.zeros(t.size - n + 1, dtype=np.int64)
+        for j in range(n - 1):
+            c = c * V + t[j:t.size - n + 1 + j]
+        return c
+
+    counts = np.zeros((V ** (n - 1), V))  # (contexts, next token)
+    if train.size >= n:
+        np.add.at(counts, (contexts(train), train[n - 1:]), 1.0)
+    counts += alpha
+    log_p = np.log(counts) - np.log(counts.sum(axis=1, keepdims=True))
+    return float(-log_p[contexts(held), held[n - 1:]].mean())

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
+import attention_lib as al
 from attention_lib.corpus import CharTokenizer, shakespeare_split, shakespeare_text
 
 
@@ -48,3 +51,42 @@ def test_tokenizer_round_trips_and_refuses_what_it_cannot_map():
     assert tok.decode([]) == ""
     with pytest.raises(ValueError, match="twice"):
         CharTokenizer("abca")
+
+
+def _ngram_loss_by_loops(train, held, V, n, alpha):
+    """Count in dicts, position by position."""
+    from collections import Counter
+
+    pair, ctx = Counter(), Counter()
+    for i in range(n - 1, len(train)):
+        c = tuple(train[i - n + 1:i])
+        pair[c, train[i]] += 1
+        ctx[c] += 1
+    total = 0.0
+    for i in range(n - 1, len(held)):
+        c = tuple(held[i - n + 1:i])
+        total -= math.log((pair[c, held[i]] + alpha) / (ctx[c] + alpha * V))
+    return total / (len(held) - n + 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_ngram_loss_against_counting_by_hand(n):
+    rng = np.random.default_rng(n)
+    V = 5
+    train, held = rng.integers(0, V, 300), rng.integers(0, V, 40)
+    for alpha in (0.1, 1.0):
+        expected = _ngram_loss_by_loops(list(train), list(held), V, n, alpha)
+        assert al.ngram_loss(train, held, V, n=n, alpha=alpha) == pytest.approx(expected,
+                                                                                rel=1e-12)
+
+
+def test_ngram_loss_of_a_uniform_table_is_log_v_and_refusals():
+    assert al.ngram_loss([0], [1, 2, 3], 7, n=1, alpha=1e9) == pytest.approx(math.log(7))
+    with pytest.raises(ValueError, match="^n=4"):
+        al.ngram_loss([0, 1], [0, 1], 2, n=4)
+    with pytest.raises(ValueError, match="eval_tokens has 1 tokens"):
+        al.ngram_loss([0, 1], [0], 2, n=2)
+    with pytest.raises(ValueError, match="^alpha=0"):
+        al.ngram_loss([0, 1], [0, 1], 2, alpha=0)
+    with pytest.raises(ValueError, match="train_tokens contains"):
+        al.ngram_loss([0, 5], [0, 1], 2)
