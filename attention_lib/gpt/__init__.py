@@ -18,10 +18,12 @@ from .config import GPTConfig, gpt_parameter_shapes
 from .model import gpt_attention_weights, gpt_logits, gpt_loss_and_grads, init_gpt
 from .sampling import generate, next_token_distribution
 from .stored import BookLanguageModel, book_language_model, load_gpt, round_to_half, save_gpt
+from .train import GPTTrainingLog, sequence_loss, train_gpt
 
 __all__ = [
     "BookLanguageModel",
     "GPTConfig",
+    "GPTTrainingLog",
     "book_language_model",
     "generate",
     "gpt_attention_weights",
@@ -33,4 +35,6 @@ __all__ = [
     "next_token_distribution",
     "round_to_half",
     "save_gpt",
+    "sequence_loss",
+    "train_gpt",
 ]
