@@ -23,6 +23,8 @@ from ._validation import as_real_array, describe, positive_int
 __all__ = ["benchmark_machine", "best_time", "cpu_description", "power_law_fit", "stored_benchmark"]
 
 BENCHMARK_RESOURCE = "attention_benchmark.json"
+#: The stored benchmarks by name: the file each was written to by ``make bench-store``.
+BENCHMARKS = {"attention": BENCHMARK_RESOURCE, "gpt": "gpt_benchmark.json"}
 
 
 def best_time(
@@ -161,16 +163,28 @@ def cpu_description(cpuinfo: str | None = None) -> dict[str, str]:
             "simd": _simd_level(flags)}
 
 
-def stored_benchmark() -> dict[str, Any]:
-    """The attention benchmark results stored with the library (``make bench-store``).
+def stored_benchmark(name: str = "attention") -> dict[str, Any]:
+    """Benchmark results stored with the library (``make bench-store``).
 
-    Read from the package's data (``attention_lib/data/attention_benchmark.json``)
-    through ``importlib.resources``, so it works from an installed wheel too.
+    Read from the package's data (``attention_lib/data/attention_benchmark.json``, or
+    ``gpt_benchmark.json``) through ``importlib.resources``, so it works from an installed
+    wheel too.
+
+    Parameters
+    ----------
+    name : {"attention", "gpt"}, default "attention"
+        ``"attention"``: attention kernels against numpy's matrix product and PyTorch
+        (``benchmarks/bench_attention.py``). ``"gpt"``: the book's GPT, a training step
+        and generation with and without the KV cache (``benchmarks/bench_gpt.py``); its
+        keys are ``machine`` (as below), ``training_step`` (``batch_size``, ``context``,
+        and per implementation ``best_s``, ``median_s``, ``times_s``), ``generation``
+        (``n_new``, ``context``, and for ``cached`` and ``uncached`` ``best_s``,
+        ``times_s``, ``n_new_per_s``) and ``quick``.
 
     Returns
     -------
     dict
-        The parsed JSON, with the keys
+        The parsed JSON. For ``"attention"``, the keys
 
         ``machine``
             Where it ran: ``cpu_model``, ``simd`` (``"AVX-512"``, ``"AVX2"``,
@@ -210,8 +224,12 @@ def stored_benchmark() -> dict[str, Any]:
     ['d', 'elapsed_s', 'heads', 'machine']
     >>> {r["impl"] for r in bench["timings"]} >= {"attention_lib", "tiled"}
     True
+    >>> sorted(stored_benchmark("gpt")["generation"]["cached"])[:2]
+    ['best_s', 'n_new_per_s']
     """
-    text = resources.files("attention_lib").joinpath("data", BENCHMARK_RESOURCE).read_text(
+    if name not in BENCHMARKS:
+        raise ValueError(f"name={name!r}; expected one of {sorted(BENCHMARKS)}")
+    text = resources.files("attention_lib").joinpath("data", BENCHMARKS[name]).read_text(
         encoding="utf-8")
     return json.loads(text)
 

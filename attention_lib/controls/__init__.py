@@ -21,7 +21,10 @@ One module per control, its script beside it in ``assets/``:
 - :func:`causal_stepper` (``causal``): causal generation step by step, the new query, the
   keys it may use and the key-value cache (chapter 5);
 - :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 12 on
-  a sequence the reader types (:func:`parse_retrieval_sequence` reads it).
+  a sequence the reader types (:func:`parse_retrieval_sequence` reads it);
+- :func:`text_generator` (``generator``): the book's trained GPT continuing a prompt in the
+  page, and where each head looked (chapters 15 and 16); it samples with
+  :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does.
 
 ``element`` holds what they share: :class:`ControlElement`, the markup templates that Python
 and the scripts both fill, the number formatting and the range checks.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 from .causal import causal_stepper
 from .element import ControlElement
+from .generator import mulberry32, text_generator
 from .projection import projection_scale_explorer
 from .query import query_picker
 from .retrieval import SEPARATOR, parse_retrieval_sequence, retrieval_playground
@@ -40,9 +44,11 @@ __all__ = [
     "SEPARATOR",
     "ControlElement",
     "causal_stepper",
+    "mulberry32",
     "parse_retrieval_sequence",
     "projection_scale_explorer",
     "query_picker",
     "retrieval_playground",
     "saturation_explorer",
+    "text_generator",
 ]

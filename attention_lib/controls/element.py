@@ -95,9 +95,18 @@ TEMPLATES: dict[str, str] = {
     "formula_tutorial": "c × s<sub>j</sub>, s = {scores}",
     "formula_divided": "c × q·k<sub>j</sub> / √d<sub>k</sub>, d<sub>k</sub> = {d_k}",
     "formula_undivided": "c × q·k<sub>j</sub> (not divided), d<sub>k</sub> = {d_k}",
+    # the text generator: a character of the text, a character of a head's strip shaded
+    # by its weight, one head's row
+    "gen_char": '<span class="lc-ch{cls}" data-pos="{pos}">{char}</span>',
+    "gen_cell": ('<span class="lc-hw{dark}" style="--w: {w}" data-exact="{exact}">{char}'
+                 '</span>'),
+    "head_row": ('<tr><th scope="row">L{layer} H{head}</th><td class="lc-strip">{cells}</td>'
+                 '<td class="lc-num"><span class="lc-top">{char}</span> {back} back, '
+                 '<span class="lc-weight" data-exact="{exact}">{weight}</span></td></tr>'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
     "sequence_error": "Not a sequence the model reads: {problem}.",
+    "gen_error": "Not a prompt the model reads: {problem}.",
 }
 
 _SLOT = re.compile(r"\{(\w+)\}")
@@ -239,7 +248,7 @@ def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str, script: st
              ) -> ControlElement:
     """The element: root with its data and templates, style, title, body, note and script."""
     data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
-    if templates and "heat_cell" in templates:
+    if {"heat_cell", "gen_cell"} & set(templates):
         data["dark_from"] = HEAT_DARK_FROM
     attrs = " ".join(f'data-{name.replace("_", "-")}="{to_attr(value)}"'
                      for name, value in data.items())

@@ -8,6 +8,7 @@ a step computes one new row per layer instead of the whole sequence again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -118,7 +119,8 @@ def _cached_step(params: dict[str, np.ndarray], config: GPTConfig, caches: list[
 
 def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_new: int, *,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-             seed: int = 0, use_cache: bool = True) -> np.ndarray:
+             seed: int = 0, use_cache: bool = True,
+             uniform: Callable[[], float] | None = None) -> np.ndarray:
     """Continue ``prompt`` by ``n_new`` tokens, one at a time.
 
     Parameters
@@ -137,6 +139,11 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
         Keep every layer's keys and values in a :class:`~attention_lib.KVCache` and
         compute one new position per step; ``False`` runs the whole window every step.
         Both give the same tokens.
+    uniform : callable, optional
+        A source of uniform numbers in ``[0, 1)``, one per new token, used instead of
+        ``numpy.random.default_rng(seed)`` (the browser-side generator of
+        :mod:`attention_lib.controls` passes the generator its script uses, so that both
+        draw the same tokens).
 
     Returns
     -------
@@ -147,7 +154,9 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     -----
     The model reads at most ``config.context`` positions: once the sequence is longer, it
     sees the last ``context`` tokens (with the cache, the cache is then rebuilt from that
-    window at each step, since every position moves).
+    window at each step, since every position moves). A token is drawn by inverting the
+    cumulative distribution: the first token whose cumulative probability exceeds the
+    uniform draw.
 
     Examples
     --------
@@ -168,7 +177,11 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     seed = positive_int(seed, "seed", minimum=0)
     use_cache = check_flag(use_cache, "use_cache")
     next_token_distribution(np.zeros(1), temperature=temperature, top_k=top_k, top_p=top_p)
-    rng = np.random.default_rng(seed)
+    if uniform is None:
+        uniform = np.random.default_rng(seed).random
+    elif not callable(uniform):
+        raise TypeError(f"uniform is {type(uniform).__name__}; expected a callable returning "
+                        "numbers in [0, 1)")
     seq = list(tokens[0])
     caches: list[KVCache] | None = None
     for _ in range(n_new):
@@ -181,6 +194,9 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
         else:
             logits = _cached_step(params, config, caches, window[-1:], len(seq) - 1)
         p = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
-        token = int(np.searchsorted(np.cumsum(p), rng.random(), side="right"))
+        u = uniform()
+        if not 0.0 <= u < 1.0:
+            raise ValueError(f"uniform() returned {u!r}; expected a number in [0, 1)")
+        token = int(np.searchsorted(np.cumsum(p), u, side="right"))
         seq.append(min(token, int(np.flatnonzero(p)[-1])))  # a cumsum may end just below 1
     return np.array(seq, dtype=np.int64)

@@ -1,0 +1,242 @@
+/* The text generator: the GPT of attention_lib.gpt, step by step with a key-value cache, in
+   double precision from its float16 weights (attention_lib.gpt.sampling's _cached_step),
+   sampling as attention_lib.generate does from the numbers of Mulberry32
+   (attention_lib.controls.mulberry32). */
+const CFG = DATA("config"), LAYOUT = DATA("layout"), ALPHABET = DATA("alphabet");
+const N_NEW = DATA("nNew"), STRIP = DATA("strip");
+const box = $(".lc-prompt-box"), temp = $(".lc-temp"), tempValue = $(".lc-temp-value");
+const seedBox = $(".lc-seed"), button = $(".lc-generate"), error = $(".lc-error");
+const status = $(".lc-status"), textOut = $(".lc-gen-text"), posSlider = $(".lc-pos");
+const posValue = $(".lc-pos-value"), headBody = $(".lc-heads tbody"), blob = $(".lc-blob");
+const D = CFG.d_model, H = CFG.n_heads, DH = D / H, EPS = 1e-5;
+const GELU_C = Math.sqrt(2 / Math.PI);
+let W = null;            // parameters by name: {shape, data: Float64Array}
+let run = { chars: DATA("generated"), nPrompt: DATA("nPrompt"), weights: null };
+
+/* float16 bits to a number (every float16 is exact in double precision) */
+function half(h) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
+  if (e === 0) { return s * f * Math.pow(2, -24); }
+  if (e === 31) { return f ? NaN : s * Infinity; }
+  return s * (1 + f / 1024) * Math.pow(2, e - 15);
+}
+function decode(bytes) {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const params = {};
+  LAYOUT.forEach(([name, shape, offset]) => {
+    const size = shape.reduce((a, b) => a * b, 1), data = new Float64Array(size);
+    for (let i = 0; i < size; i++) { data[i] = half(view.getUint16(2 * (offset + i), true)); }
+    params[name] = { shape: shape, data: data };
+  });
+  return params;
+}
+async function loadWeights() {
+  if (W) { return; }
+  let bytes;
+  if (blob.dataset.src) {   // the website: a file of its own, fetched now
+    const response = await fetch(new URL(blob.dataset.src, document.baseURI));
+    if (!response.ok) { throw new Error("the weights did not load (" + response.status + ")"); }
+    bytes = new Uint8Array(await response.arrayBuffer());
+  } else {                  // a notebook: carried in the element
+    const text = atob(blob.textContent.trim());
+    bytes = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
+  }
+  W = decode(bytes);
+}
+/* x (n,) @ m (n, e) + b (e,), m row-major */
+function linear(x, m, b) {
+  const e = m.shape[1], out = new Float64Array(e);
+  for (let i = 0; i < x.length; i++) {
+    const xi = x[i], row = i * e;
+    for (let j = 0; j < e; j++) { out[j] += xi * m.data[row + j]; }
+  }
+  if (b) { for (let j = 0; j < e; j++) { out[j] += b.data[j]; } }
+  return out;
+}
+/* layer norm over the vector, population variance, as attention_lib.gpt.layers */
+function layerNorm(x, gamma, beta) {
+  let mu = 0; for (let i = 0; i < x.length; i++) { mu += x[i]; } mu /= x.length;
+  let v = 0; for (let i = 0; i < x.length; i++) { v += (x[i] - mu) * (x[i] - mu); } v /= x.length;
+  const rstd = 1 / Math.sqrt(v + EPS), out = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) { out[i] = (x[i] - mu) * rstd * gamma.data[i] + beta.data[i]; }
+  return out;
+}
+/* One position through the model; the cache grows by its keys and values. Returns the
+   logits and this position's attention weights per layer and head. */
+function step(cache, token, pos) {
+  let x = new Float64Array(D);
+  for (let i = 0; i < D; i++) {
+    x[i] = W.wte.data[token * D + i] + (CFG.learned_positions ? W.wpe.data[pos * D + i] : 0);
+  }
+  const seen = [];
+  for (let l = 0; l < CFG.n_layers; l++) {
+    const p = "blocks." + l + ".";
+    const a = layerNorm(x, W[p + "ln1.gamma"], W[p + "ln1.beta"]);
+    const q = linear(a, W[p + "attn.w_q"], W[p + "attn.b_q"]);
+    cache[l].k.push(linear(a, W[p + "attn.w_k"], W[p + "attn.b_k"]));
+    cache[l].v.push(linear(a, W[p + "attn.w_v"], W[p + "attn.b_v"]));
+    const merged = new Float64Array(D), heads = [];
+    for (let h = 0; h < H; h++) {
+      const lo = h * DH, inv = 1 / Math.sqrt(DH);
+      const scores = cache[l].k.map((k) => { let s = 0; for (let c = 0; c < DH; c++) { s += q[lo + c] * inv * k[lo + c]; } return s; });
+      const w = softmax(scores);
+      w.forEach((wj, j) => { const v = cache[l].v[j]; for (let c = 0; c < DH; c++) { merged[lo + c] += wj * v[lo + c]; } });
+      heads.push(w);
+    }
+    seen.push(heads);
+    const y = linear(merged, W[p + "attn.w_o"], W[p + "attn.b_o"]);
+    for (let i = 0; i < D; i++) { x[i] += y[i]; }
+    if (!CFG.attention_only) {
+      const a2 = layerNorm(x, W[p + "ln2.gamma"], W[p + "ln2.beta"]);
+      const hid = linear(a2, W[p + "ff.w1"], W[p + "ff.b1"]);
+      for (let j = 0; j < hid.length; j++) {
+        const t = Math.tanh(GELU_C * (hid[j] + 0.044715 * (hid[j] * hid[j] * hid[j])));
+        hid[j] = 0.5 * hid[j] * (1 + t);
+      }
+      const y2 = linear(hid, W[p + "ff.w2"], W[p + "ff.b2"]);
+      for (let i = 0; i < D; i++) { x[i] += y2[i]; }
+    }
+  }
+  const f = layerNorm(x, W["ln_f.gamma"], W["ln_f.beta"]);
+  const logits = new Array(CFG.vocab_size).fill(0);
+  for (let v = 0; v < CFG.vocab_size; v++) {
+    let s = 0; for (let i = 0; i < D; i++) { s += f[i] * W.wte.data[v * D + i]; } logits[v] = s;
+  }
+  return { logits: logits, seen: seen };
+}
+/* attention_lib.next_token_distribution with a temperature (no top-k, no top-p) */
+function distribution(z, tau) {
+  const p = new Array(z.length).fill(0);
+  if (tau === 0) {
+    let best = 0; z.forEach((x, i) => { if (x > z[best]) { best = i; } });
+    p[best] = 1; return p;
+  }
+  const m = Math.max.apply(null, z);
+  const w = z.map((x) => Math.exp((x - m) / tau));
+  const total = w.reduce((a, b) => a + b, 0);
+  return w.map((x) => x / total);
+}
+/* the first token whose cumulative probability exceeds u (numpy's searchsorted, right) */
+function draw(p, u) {
+  let c = 0, last = 0;
+  for (let i = 0; i < p.length; i++) {
+    c += p[i]; if (p[i] > 0) { last = i; }
+    if (c > u) { return i; }
+  }
+  return last;
+}
+function mulberry32(a) {
+  return function () {
+    a |= 0; a = a + 0x6D2B79F5 | 0;
+    let t = Math.imul(a ^ a >>> 15, 1 | a);
+    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t;
+    return ((t ^ t >>> 14) >>> 0) / 4294967296;
+  };
+}
+function shown(c, where) {
+  if (c === "\n") { return where === "text" ? "↵<br>" : "↵"; }
+  if (c === " " && where === "alone") { return "␣"; }
+  return esc(c);
+}
+function readPrompt() {
+  const text = box.value;
+  if (text === "") { return { problem: "type at least one character" }; }
+  const bad = [...new Set([...text].filter((c) => !ALPHABET.includes(c)))];
+  if (bad.length) {
+    return { problem: "it knows only the " + ALPHABET.length + " characters of the plays, not " +
+      bad.map((c) => JSON.stringify(c)).join(" ") };
+  }
+  if (text.length >= CFG.context) {
+    return { problem: "at most " + (CFG.context - 1) + " characters (the model reads " + CFG.context + ")" };
+  }
+  return { ids: [...text].map((c) => ALPHABET.indexOf(c)) };
+}
+function drawText(sel) {
+  textOut.innerHTML = [...run.chars].map((c, j) => fill("gen_char", {
+    pos: j, char: shown(c, "text"),
+    cls: (j < run.nPrompt ? " lc-prompt" : "") + (j === sel ? " lc-sel" : "") })).join("");
+}
+function drawHeads(pos) {
+  if (!run.weights) { return; }
+  const first = Math.max(0, pos - STRIP + 1), rows = [];
+  for (let l = 0; l < CFG.n_layers; l++) {
+    for (let h = 0; h < H; h++) {
+      const w = run.weights[pos][l][h];
+      let cells = "";
+      for (let j = first; j <= pos; j++) {
+        cells += fill("gen_cell", { w: fmt(w[j], 4), exact: w[j], char: shown(run.chars[j], "strip"),
+                                    dark: w[j] >= DARK_FROM ? " lc-dark" : "" });
+      }
+      let top = 0; w.forEach((x, j) => { if (x > w[top]) { top = j; } });
+      rows.push(fill("head_row", { layer: l + 1, head: h + 1, cells: cells,
+        char: shown(run.chars[top], "alone"), back: pos - top, exact: w[top], weight: fmt(w[top], 2) }));
+    }
+  }
+  headBody.innerHTML = rows.join("");
+}
+function select(pos) {
+  posSlider.value = pos;
+  posValue.textContent = (pos + 1) + " of " + run.chars.length;
+  $$(".lc-ch").forEach((el) => el.classList.toggle("lc-sel", Number(el.dataset.pos) === pos));
+  drawHeads(pos);
+}
+async function generateText() {
+  const r = readPrompt();
+  if (r.problem) {
+    error.textContent = fill("gen_error", { problem: r.problem });
+    box.setAttribute("aria-invalid", "true");
+    return;
+  }
+  error.textContent = ""; box.removeAttribute("aria-invalid");
+  button.disabled = true;
+  if (!W) { status.textContent = "Loading the weights..."; }
+  try { await loadWeights(); } catch (e) {
+    status.textContent = String(e.message || e); button.disabled = false; return;
+  }
+  const tau = parseFloat(temp.value), uniform = mulberry32(Number(seedBox.value) >>> 0);
+  const cache = [];
+  for (let l = 0; l < CFG.n_layers; l++) { cache.push({ k: [], v: [] }); }
+  const ids = r.ids.slice(), weights = [];
+  let out;
+  for (let t = 0; t < ids.length; t++) { out = step(cache, ids[t], t); weights.push(out.seen); }
+  const n = Math.min(N_NEW, CFG.context - ids.length);
+  for (let i = 0; i < n; i++) {
+    const token = draw(distribution(out.logits, tau), uniform());
+    ids.push(token);
+    out = step(cache, token, ids.length - 1);
+    weights.push(out.seen);
+  }
+  run = { chars: ids.map((i) => ALPHABET[i]).join(""), nPrompt: r.ids.length, weights: weights };
+  root.dataset.logits = JSON.stringify(out.logits);
+  drawText(run.chars.length - 1);
+  posSlider.max = run.chars.length - 1;
+  status.textContent = "Generated " + n + " characters at temperature " + fmt(tau, 2) +
+    " with seed " + (Number(seedBox.value) >>> 0) + ".";
+  select(run.chars.length - 1);
+  button.disabled = false;
+}
+activate();
+temp.addEventListener("input", () => { tempValue.textContent = fmt(parseFloat(temp.value), 2); });
+button.addEventListener("click", generateText);
+posSlider.addEventListener("input", async () => {  // moving it loads the weights
+  if (!run.weights) {
+    status.textContent = "Loading the weights...";
+    await ensureWeightsForShown();
+    status.textContent = "";
+  }
+  select(Number(posSlider.value));
+});
+textOut.addEventListener("mouseover", (e) => {  // only once the weights are here
+  const el = e.target.closest(".lc-ch");
+  if (el && run.weights) { select(Number(el.dataset.pos)); }
+});
+/* The text shown first came from the library; its heads need the weights too. */
+async function ensureWeightsForShown() {
+  await loadWeights();
+  const cache = [];
+  for (let l = 0; l < CFG.n_layers; l++) { cache.push({ k: [], v: [] }); }
+  const weights = [];
+  [...run.chars].forEach((c, t) => { weights.push(step(cache, ALPHABET.indexOf(c), t).seen); });
+  run.weights = weights;
+}
