@@ -23,6 +23,10 @@ What a reader's phone used to download and run on every page, and what it gets n
   before the first paint), without Font Awesome's rules for ``<i>`` icons; its fonts
   are cut to the characters the remaining CSS draws (admonition and toggle icons).
 - A meta description (the page's first paragraph) for search engines.
+- Data that a control needs only when the reader starts it (the text generator's weights,
+  a ``<script type="application/octet-stream" class="lc-blob">`` of base64 in the notebook's
+  output) moves into a file of its own under ``_static/blobs/``, named by its hash; the
+  element keeps its address (``data-src``) and the control fetches it when it starts.
 
 Pages are rewritten after the build, once each: a page that Sphinx did not write
 again keeps its processed form. A page whose maths cannot be rendered (node or the
@@ -432,6 +436,26 @@ def _fast_head(text: str, path: Path, outdir: Path, icons: Icons | None,
     return IMG.sub(image, text)
 
 
+BLOB = re.compile(r'(<script type="application/octet-stream" class="lc-blob"[^>]*?)>'
+                  r'\s*([A-Za-z0-9+/=\s]+?)\s*</script>')
+
+
+def _move_blobs(text: str, path: Path, outdir: Path) -> str:
+    """Each control's base64 data into ``_static/blobs/<hash>.bin``, its address left."""
+    import base64
+
+    def move(m: re.Match) -> str:
+        data = base64.b64decode("".join(m.group(2).split()))
+        target = outdir / "_static" / "blobs" / f"{hashlib.sha256(data).hexdigest()[:16]}.bin"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            target.write_bytes(data)
+        src = Path(os.path.relpath(target, path.parent)).as_posix()
+        return f'{m.group(1)} data-src="{html.escape(src)}"></script>'
+
+    return BLOB.sub(move, text)
+
+
 def rewrite_pages(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -465,6 +489,7 @@ def rewrite_pages(app, exception) -> None:
     sheets = Stylesheets(outdir)
     for path, written in docs:
         text = typeset.get(path, written)
+        text = _move_blobs(text, path, outdir)
         text = _fast_head(text, path, outdir, icons, docs_options)
         text = sheets.rewrite(text, path)
         text = _describe(text, written)
