@@ -57,9 +57,9 @@ def export_model(tmp_path_factory, steps: int = 200):
     return path, json.loads(path.read_text()), result
 
 
-KINDS = ["saturation", "query", "retrieval", "causal", "proj"]
+KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator"]
 SCRIPTS = {"saturation": "saturation.js", "query": "query.js", "retrieval": "retrieval.js",
-           "causal": "causal.js", "proj": "projection.js"}
+           "causal": "causal.js", "proj": "projection.js", "generator": "generator.js"}
 
 
 def builders(doc):
@@ -71,4 +71,5 @@ def builders(doc):
         "retrieval": lambda: controls.retrieval_playground(doc),
         "causal": lambda: controls.causal_stepper(*causal_example(), ex.tokens),
         "proj": lambda: controls.projection_scale_explorer(ex),
+        "generator": lambda: controls.text_generator(n_new=40),
     }

@@ -519,3 +519,86 @@ def test_projection_scale_explorer_by_keyboard(chromium):
     assert factor == pytest.approx(29.95)
     check(factor)
     c.close()
+
+
+# --- 6. the text generator: the book's GPT in the page -----------------------------------------
+
+@pytest.fixture(scope="module")
+def book():
+    return al.book_language_model()
+
+
+def generated(c: Control) -> str:
+    return c.page.evaluate("() => [...document.querySelectorAll('.lc-ch')]"
+                           ".map(e => e.textContent).join('')").replace("↵", "\n")
+
+
+def press_generate(c: Control, seed_note: str) -> None:
+    c.press(".lc-generate", "Enter")
+    c.page.wait_for_function(
+        "(s) => document.querySelector('.lc-status').textContent.includes(s)", arg=seed_note,
+        timeout=120_000)
+
+
+def test_text_generator_writes_what_the_library_writes(chromium, book):
+    c = Control(chromium, lc.text_generator(book, n_new=60)._repr_html_())
+    c.root.locator(".lc-prompt-box").fill("Juliet:\nO Romeo")
+    c.press(".lc-temp", "Home")  # temperature 0: greedy
+    press_generate(c, "temperature 0.00 with seed 1")
+    ids = book.encode("Juliet:\nO Romeo")
+    greedy = al.generate(book.params, book.config, ids, 60, temperature=0)
+    assert generated(c) == book.decode(greedy)
+    logits = al.gpt_logits(book.params, book.config, greedy[None])[0, -1]
+    page_logits = json.loads(c.root.get_attribute("data-logits"))
+    np.testing.assert_allclose(page_logits, logits, rtol=0, atol=2e-3)
+
+    c.press(".lc-temp", "ArrowRight", 18)  # 0.90
+    c.type_into(".lc-seed", "5", enter=False)
+    press_generate(c, "temperature 0.90 with seed 5")
+    sampled = al.generate(book.params, book.config, ids, 60, temperature=0.9,
+                          uniform=lc.mulberry32(5))
+    assert generated(c) == book.decode(sampled)
+    assert c.root.locator(".lc-ch.lc-prompt").count() == len("Juliet:\nO Romeo")
+    c.close()
+
+
+def test_text_generator_shows_each_heads_weights_from_the_chosen_character(chromium, book):
+    c = Control(chromium, lc.text_generator(book, prompt="Romeo:\n", seed=2,
+                                            n_new=40)._repr_html_())
+    press_generate(c, "with seed 2")
+    text = generated(c)
+    w = al.gpt_attention_weights(book.params, book.config, book.encode(text)[None])[:, 0]
+    c.press(".lc-pos", "Home")
+    for pos in (0, 1, 6, 20, len(text) - 1):
+        c.press(".lc-pos", "ArrowRight", pos - int(c.root.locator(".lc-pos").input_value()))
+        assert c.root.locator(".lc-pos").input_value() == str(pos)
+        rows = c.root.locator(".lc-heads tbody tr")
+        assert rows.count() == book.config.n_layers * book.config.n_heads
+        first = max(0, pos - 23)
+        for r in range(rows.count()):
+            layer, head = divmod(r, book.config.n_heads)
+            cells = rows.nth(r).locator(".lc-hw")
+            exact = [float(cells.nth(i).get_attribute("data-exact")) for i in range(cells.count())]
+            np.testing.assert_allclose(exact, w[layer, head, pos, first:pos + 1], rtol=0,
+                                       atol=1e-5, err_msg=f"position {pos}, row {r}")
+        assert c.root.locator(".lc-ch.lc-sel").get_attribute("data-pos") == str(pos)
+    c.close()
+
+
+def test_text_generator_refuses_prompts_and_seeds_in_the_librarys_words(chromium, book):
+    c = Control(chromium, lc.text_generator(book, n_new=10)._repr_html_())
+    before = generated(c)
+    for prompt, seed in (("", "1"), ("caf\u00e9 1", "1"), ("a" * 128, "1"), ("ok", "1.5"),
+                         ("ok", "-3"), ("ok", "4294967296")):
+        c.root.locator(".lc-prompt-box").fill(prompt)
+        c.root.locator(".lc-seed").fill(seed)
+        c.press(".lc-generate", "Enter")
+        message = c.root.locator(".lc-error").inner_text()
+        if seed != "1":
+            assert message == lc.generator.MESSAGES["seed"]
+        else:
+            with pytest.raises(ValueError) as err:
+                lc.text_generator(book, prompt=prompt)
+            assert message == f"Not a prompt the model reads: {str(err.value).split(': ', 1)[1]}."
+        assert generated(c) == before
+    c.close()

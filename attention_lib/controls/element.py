@@ -98,10 +98,11 @@ TEMPLATES: dict[str, str] = {
     # the text generator: a character of the text, a character of a head's strip shaded
     # by its weight, one head's row
     "gen_char": '<span class="lc-ch{cls}" data-pos="{pos}">{char}</span>',
+    "gen_newline": "↵<br>",
     "gen_cell": ('<span class="lc-hw{dark}" style="--w: {w}" data-exact="{exact}">{char}'
                  '</span>'),
     "head_row": ('<tr><th scope="row">L{layer} H{head}</th><td class="lc-strip">{cells}</td>'
-                 '<td class="lc-num"><span class="lc-top">{char}</span> {back} back, '
+                 '<td class="lc-num lc-wrap"><span class="lc-top">{char}</span> {back} back, '
                  '<span class="lc-weight" data-exact="{exact}">{weight}</span></td></tr>'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",

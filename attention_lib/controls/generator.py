@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -39,6 +40,31 @@ STRIP = 24
 #: Marks the element that carries the weights; the website's build moves its content into
 #: a file (``_ext/fast_pages.py``) and leaves ``data-src`` with the file's address.
 BLOB_CLASS = "lc-blob"
+
+
+#: What the page says, in the words the ValueError uses too (``{name}`` slots).
+MESSAGES = {
+    "empty": "type at least one character",
+    "alphabet": "it knows only the {n} characters of the plays, not {chars}",
+    "too_long": "at most {most} characters (the model reads {context})",
+    "seed": "the seed is a whole number from 0 to 4294967295",
+    "waiting": "The weights ({size} MB) load when you first press Generate.",
+    "loading": "Loading the weights...",
+    "generated": "Generated {n} characters at temperature {temperature} with seed {seed}.",
+}
+
+
+def _prompt_problem(text: str, alphabet: str, context: int) -> str | None:
+    """What is wrong with a prompt, in the page's words, or None."""
+    if text == "":
+        return MESSAGES["empty"]
+    bad = sorted(set(text) - set(alphabet), key=text.index)
+    if bad:
+        return fill(MESSAGES["alphabet"], n=len(alphabet),
+                    chars=" ".join(json.dumps(c, ensure_ascii=False) for c in bad))
+    if len(text) >= context:
+        return fill(MESSAGES["too_long"], most=context - 1, context=context)
+    return None
 
 
 def mulberry32(seed: int) -> Callable[[], float]:
@@ -71,7 +97,7 @@ def _char(c: str, where: str = "text") -> str:
     """A character as the page shows it (as the script's ``shown``): in the text a new line
     is ↵ and a break; in a head's strip ↵ alone; where it stands alone, a space is ␣."""
     if c == "\n":
-        return "↵<br>" if where == "text" else "↵"
+        return TEMPLATES["gen_newline"] if where == "text" else "↵"
     if c == " " and where == "alone":
         return "␣"
     return html.escape(c)
@@ -165,12 +191,12 @@ def text_generator(
     if inexact:
         raise ValueError(f"params {inexact[:3]} hold numbers float16 cannot represent; the "
                          "page receives float16 weights (round_to_half the model first)")
-    if not isinstance(prompt, str) or not prompt:
-        raise TypeError(f"prompt={prompt!r}; expected a non-empty str")
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt={prompt!r}; expected a str")
+    problem = _prompt_problem(prompt, model.tokenizer.alphabet, cfg.context)
+    if problem is not None:
+        raise ValueError(f"prompt={prompt!r:.60}: {problem}")
     ids = model.encode(prompt)
-    if ids.size >= cfg.context:
-        raise ValueError(f"prompt has {ids.size} characters; expected fewer than the model's "
-                         f"context, {cfg.context}")
     temperature = real_number(temperature, "temperature", minimum=0.0, maximum=2.0)
     seed = positive_int(seed, "seed", minimum=0)
     n_new = positive_int(n_new, "n_new")
@@ -198,7 +224,8 @@ def text_generator(
                        "attention_only": cfg.attention_only,
                        "learned_positions": cfg.positions == "learned"},
             "layout": layout, "alphabet": model.tokenizer.alphabet, "n_new": n_new,
-            "strip": STRIP, "n_prompt": int(ids.size), "generated": chars}
+            "strip": STRIP, "n_prompt": int(ids.size), "generated": chars,
+            "messages": MESSAGES}
     body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
 <label for="{ident}-prompt">prompt</label>
 <textarea class="lc-prompt-box" id="{ident}-prompt" rows="2" disabled autocomplete="off"
@@ -213,8 +240,8 @@ value="{temperature!r}" disabled>
 value="{seed}" disabled autocomplete="off"></div>
 <button type="button" class="lc-generate" disabled>Generate</button></div>
 <p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>
-<p class="lc-status lc-hint" role="status" aria-live="polite">The weights
-({size_mb} MB) load when you first press Generate.</p>
+<p class="lc-status lc-hint" role="status" aria-live="polite">{fill(MESSAGES["waiting"],
+                                                                     size=size_mb)}</p>
 <div class="lc-gen-text" aria-label="prompt and generated text">{_text(chars, ids.size, pos)}
 </div>
 <div class="lc-controls"><div class="lc-field lc-field-wide">
@@ -224,7 +251,7 @@ value="{pos}" disabled>
 <output class="lc-num lc-pos-value" for="{ident}-pos">{pos + 1} of {pos + 1}</output>
 </div></div>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on the
-last {STRIP} characters</th><th scope="col" class="lc-num">most weight</th></tr></thead>
+last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{_head_rows(chars, weights, pos)}</tbody></table>
 <script type="application/octet-stream" class="{BLOB_CLASS}" data-blob="book-gpt">
 {encoded}</script>"""
@@ -233,5 +260,6 @@ last {STRIP} characters</th><th scope="col" class="lc-num">most weight</th></tr>
     state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "
              f"seed {seed}, and the heads at its last character")
     return assemble("generator", ident, data, body, "generator.js", state=state, alt=alt,
-                    title=title, templates=("gen_char", "gen_cell", "head_row", "gen_error"))
+                    title=title, templates=("gen_char", "gen_newline", "gen_cell", "head_row",
+                                            "gen_error"))
 

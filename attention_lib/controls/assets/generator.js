@@ -3,7 +3,8 @@
    sampling as attention_lib.generate does from the numbers of Mulberry32
    (attention_lib.controls.mulberry32). */
 const CFG = DATA("config"), LAYOUT = DATA("layout"), ALPHABET = DATA("alphabet");
-const N_NEW = DATA("nNew"), STRIP = DATA("strip");
+const N_NEW = DATA("nNew"), STRIP = DATA("strip"), MESSAGES = DATA("messages");
+const say = (name, slots) => fillText(MESSAGES[name], slots || {});
 const box = $(".lc-prompt-box"), temp = $(".lc-temp"), tempValue = $(".lc-temp-value");
 const seedBox = $(".lc-seed"), button = $(".lc-generate"), error = $(".lc-error");
 const status = $(".lc-status"), textOut = $(".lc-gen-text"), posSlider = $(".lc-pos");
@@ -135,22 +136,23 @@ function mulberry32(a) {
   };
 }
 function shown(c, where) {
-  if (c === "\n") { return where === "text" ? "↵<br>" : "↵"; }
+  if (c === "\n") { return where === "text" ? TEMPLATES.gen_newline : "↵"; }
   if (c === " " && where === "alone") { return "␣"; }
   return esc(c);
 }
 function readPrompt() {
-  const text = box.value;
-  if (text === "") { return { problem: "type at least one character" }; }
-  const bad = [...new Set([...text].filter((c) => !ALPHABET.includes(c)))];
+  /* the same rules, in the same order and words, as the library's _prompt_problem */
+  const text = box.value, chars = [...text];
+  if (text === "") { return { problem: say("empty") }; }
+  const bad = [...new Set(chars.filter((c) => !ALPHABET.includes(c)))];
   if (bad.length) {
-    return { problem: "it knows only the " + ALPHABET.length + " characters of the plays, not " +
-      bad.map((c) => JSON.stringify(c)).join(" ") };
+    return { problem: say("alphabet", { n: ALPHABET.length,
+                                        chars: bad.map((c) => JSON.stringify(c)).join(" ") }) };
   }
-  if (text.length >= CFG.context) {
-    return { problem: "at most " + (CFG.context - 1) + " characters (the model reads " + CFG.context + ")" };
+  if (chars.length >= CFG.context) {
+    return { problem: say("too_long", { most: CFG.context - 1, context: CFG.context }) };
   }
-  return { ids: [...text].map((c) => ALPHABET.indexOf(c)) };
+  return { ids: chars.map((c) => ALPHABET.indexOf(c)) };
 }
 function drawText(sel) {
   textOut.innerHTML = [...run.chars].map((c, j) => fill("gen_char", {
@@ -182,6 +184,11 @@ function select(pos) {
   drawHeads(pos);
 }
 async function generateText() {
+  const seedText = seedBox.value.trim(), seed = Number(seedText);
+  if (!/^[0-9]+$/.test(seedText) || seed > 4294967295) {
+    error.textContent = say("seed"); seedBox.setAttribute("aria-invalid", "true"); return;
+  }
+  seedBox.removeAttribute("aria-invalid");
   const r = readPrompt();
   if (r.problem) {
     error.textContent = fill("gen_error", { problem: r.problem });
@@ -190,11 +197,11 @@ async function generateText() {
   }
   error.textContent = ""; box.removeAttribute("aria-invalid");
   button.disabled = true;
-  if (!W) { status.textContent = "Loading the weights..."; }
+  if (!W) { status.textContent = say("loading"); }
   try { await loadWeights(); } catch (e) {
     status.textContent = String(e.message || e); button.disabled = false; return;
   }
-  const tau = parseFloat(temp.value), uniform = mulberry32(Number(seedBox.value) >>> 0);
+  const tau = parseFloat(temp.value), uniform = mulberry32(seed);
   const cache = [];
   for (let l = 0; l < CFG.n_layers; l++) { cache.push({ k: [], v: [] }); }
   const ids = r.ids.slice(), weights = [];
@@ -211,8 +218,8 @@ async function generateText() {
   root.dataset.logits = JSON.stringify(out.logits);
   drawText(run.chars.length - 1);
   posSlider.max = run.chars.length - 1;
-  status.textContent = "Generated " + n + " characters at temperature " + fmt(tau, 2) +
-    " with seed " + (Number(seedBox.value) >>> 0) + ".";
+  status.textContent = say("generated", { n: n, temperature: fmt(tau, 2),
+                                          seed: seed });
   select(run.chars.length - 1);
   button.disabled = false;
 }
@@ -221,7 +228,7 @@ temp.addEventListener("input", () => { tempValue.textContent = fmt(parseFloat(te
 button.addEventListener("click", generateText);
 posSlider.addEventListener("input", async () => {  // moving it loads the weights
   if (!run.weights) {
-    status.textContent = "Loading the weights...";
+    status.textContent = say("loading");
     await ensureWeightsForShown();
     status.textContent = "";
   }
