@@ -1,7 +1,9 @@
 """Speed of the numpy GPT: a training step, and generation with and without the KV cache.
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_gpt.py [--quick]``). Prints the
-CPU with two tables and writes every run to ``_build/bench/gpt.json`` (untracked).
+CPU with two tables and writes every run to ``_build/bench/gpt.json`` (untracked);
+``--store`` (``make bench-store``) writes the packaged results chapter 15 quotes,
+``attention_lib/data/gpt_benchmark.json`` (``al.stored_benchmark("gpt")``).
 
 - Training step: ``gpt_loss_and_grads`` (forward, loss, every gradient) of the book model's
   shape (V = 62, context 128, d_model 128, 4 layers, 4 heads, batch 32) in float32; and, when
@@ -14,14 +16,18 @@ CPU with two tables and writes every run to ``_build/bench/gpt.json`` (untracked
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import time
 from pathlib import Path
 
 import numpy as np
+from bench_attention import blas_libraries, blas_threads
 
 import attention_lib as al
+from attention_lib._threads import available_cpus
 
 try:  # optional comparison
     import torch
@@ -30,7 +36,24 @@ except ImportError:  # pragma: no cover - depends on the environment
     torch = None
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "_build" / "bench" / "gpt.json"
+RESULTS = ROOT / "_build" / "bench" / "gpt.json"  # untracked
+STORED = ROOT / "attention_lib" / "data" / "gpt_benchmark.json"  # packaged
+
+
+def machine_record(load_start: tuple[float, ...]) -> dict:
+    """Where the benchmark ran, with the keys ``al.benchmark_machine`` reads."""
+    return {
+        **al.cpu_description(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "numpy": np.__version__,
+        "torch": None if torch is None else torch.__version__,
+        "cpus": available_cpus(), "blas_threads": blas_threads(),
+        "torch_threads": None if torch is None else torch.get_num_threads(),
+        "load_average_start": list(load_start), "load_average_end": list(os.getloadavg()),
+        "blas": blas_libraries(),
+        "environment": {key: value for key, value in sorted(os.environ.items())
+                        if key.startswith(("OPENBLAS_", "OMP_", "MKL_", "GOTO"))},
+    }
 
 
 def torch_step(params: dict[str, np.ndarray], config: al.GPTConfig, x: np.ndarray,
@@ -77,10 +100,13 @@ def best_of_rounds(fns: dict[str, object], rounds: int) -> dict[str, list[float]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="a smoke test, seconds")
+    parser.add_argument("--store", action="store_true",
+                        help=f"write the packaged results, {STORED.relative_to(ROOT)}")
     args = parser.parse_args()
     rounds = 2 if args.quick else 7
+    load_start = os.getloadavg()
     cpu = al.cpu_description()
-    print(f"CPU: {cpu}; load average {os.getloadavg()[0]:.1f}; numpy {np.__version__}; "
+    print(f"CPU: {cpu}; load average {load_start[0]:.1f}; numpy {np.__version__}; "
           f"torch {torch.__version__ if torch else 'not installed'}")
 
     config = al.GPTConfig(62, 128, 128, 4, 4)
@@ -117,11 +143,20 @@ def main() -> None:
         print(f"{name:<16}{min(ts):>10.3f}{n_new / min(ts):>10.1f}")
     print(f"cached speed-up: {min(gen['uncached']) / min(gen['cached']):.1f}x")
 
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"cpu": cpu, "training_step": step, "generation": gen,
-                                   "n_new": n_new}, indent=1) + "\n")
-    print(f"\nwrote {RESULTS}")
-
+    payload = {
+        "machine": machine_record(load_start),
+        "training_step": {"batch_size": 32, "context": config.context,
+                          **{name: {"best_s": min(ts), "median_s": float(np.median(ts)),
+                                    "times_s": ts} for name, ts in step.items()}},
+        "generation": {"n_new": n_new, "context": gen_config.context,
+                       **{name: {"best_s": min(ts), "times_s": ts,
+                                 "n_new_per_s": n_new / min(ts)} for name, ts in gen.items()}},
+        "quick": args.quick,
+    }
+    out = STORED if args.store else RESULTS
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"\nwrote {out}")
 
 if __name__ == "__main__":
     main()

@@ -119,3 +119,42 @@ def test_half_storage_refuses_values_float16_cannot_hold(tmp_path):
         save_gpt(tmp_path / "h.npz", al.init_gpt(CONFIG, dtype=np.float64), CONFIG, TOK,
                  half=True)
     assert not (tmp_path / "h.npz").exists()
+
+
+def _training_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "train_book_model.py"
+    spec = importlib.util.spec_from_file_location("train_book_model", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stored_book_model_is_what_the_training_script_makes():
+    # The script's settings and the stored record agree, and retraining from the same seed
+    # gives the stored losses of the first steps: the stored weights are this code's.
+    script = _training_script()
+    model = al.book_language_model()
+    config, tokenizer, train_ids, val_ids = script.book_setup()
+    assert model.config == config and model.tokenizer == tokenizer
+    settings = dict(model.log["settings"])
+    assert settings.pop("config") == dict(vars(config))
+    expected = dict(script.SETTINGS, betas=list(script.SETTINGS["betas"]), dtype="float32")
+    assert settings == expected
+    assert model.log["train_characters"] == train_ids.size
+    first = 3  # within the warm-up, which does not depend on the number of steps
+    _, log = al.train_gpt(config, train_ids, val_ids, **dict(script.SETTINGS, steps=first),
+                          progress=False)
+    np.testing.assert_allclose(log.train_loss, model.log["train_loss"][:first], rtol=0,
+                               atol=1e-4)
+    assert len(model.log["train_loss"]) == script.SETTINGS["steps"]
+
+
+def test_the_stored_book_model_reaches_its_validation_loss():
+    model = al.book_language_model()
+    assert model.log["validation_loss_full"] <= 1.9  # the target a trigram table misses
+    assert model.validation_text == al.shakespeare_split()[1]
+    recorded = model.log["val_loss"]
+    assert len(recorded) == len(model.log["eval_steps"]) and recorded[-1] < recorded[0]
