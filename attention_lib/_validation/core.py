@@ -499,3 +499,76 @@ def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:
         raise ValueError(f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected "
                          f"d_model={d_model}, i.e. shape (..., n, {d_model})")
     return a
+
+
+# --------------------------------------------------------------------------------------
+# Arrays of a known shape, key/value head groups, sliding windows
+# --------------------------------------------------------------------------------------
+
+__all__ += ["array_of_shape", "check_window", "kv_group_size"]
+
+
+def array_of_shape(a: Any, name: str, shape: tuple[int, ...], *, what: str = "") -> np.ndarray:
+    """``a`` as a real, finite array of exactly ``shape``, or an error naming ``name``.
+
+    ``what`` says what the shape is (``"(..., n_q), one per query"``).
+
+    Examples
+    --------
+    >>> array_of_shape(np.zeros((2, 3)), "lse", (2, 4), what="(..., n_q)")
+    Traceback (most recent call last):
+        ...
+    ValueError: lse has shape (2, 3), dtype float64; expected (..., n_q) = (2, 4)
+    """
+    arr = as_real_array(a, name)
+    if arr.shape != tuple(shape):
+        expected = f"{what} = {tuple(shape)}" if what else f"shape {tuple(shape)}"
+        raise ValueError(f"{name} has {describe(arr)}; expected {expected}")
+    return arr
+
+
+def kv_group_size(num_heads: int, num_kv_heads: int, *, heads: str = "num_heads",
+                  kv_heads: str = "num_kv_heads") -> int:
+    """How many query heads share one key/value head, or a ``ValueError`` naming both counts.
+
+    ``heads`` and ``kv_heads`` are the names the message gives the two counts.
+
+    Examples
+    --------
+    >>> kv_group_size(8, 2)
+    4
+    >>> kv_group_size(6, 4)
+    Traceback (most recent call last):
+        ...
+    ValueError: num_heads=6 is not a multiple of num_kv_heads=4; every key/value head serves the same number of query heads, so expected num_kv_heads to divide num_heads
+    """  # noqa: E501
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"{heads}={num_heads} is not a multiple of {kv_heads}={num_kv_heads}; every "
+            f"key/value head serves the same number of query heads, so expected {kv_heads} "
+            f"to divide {heads}"
+        )
+    return num_heads // num_kv_heads
+
+
+def check_window(window: Any, causal: bool) -> int | None:
+    """A sliding window: None, or a positive int under the causal rule; else an error.
+
+    Examples
+    --------
+    >>> check_window(None, False), check_window(4, True)
+    (None, 4)
+    >>> check_window(4, False)
+    Traceback (most recent call last):
+        ...
+    ValueError: window=4 with causal=False; a sliding window is a causal band (query i sees the keys j with i - window < j <= i), so expected causal=True
+    """  # noqa: E501
+    if window is None:
+        return None
+    window = positive_int(window, "window", what="the number of keys a query sees, or None")
+    if not causal:
+        raise ValueError(
+            f"window={window} with causal=False; a sliding window is a causal band (query i "
+            "sees the keys j with i - window < j <= i), so expected causal=True"
+        )
+    return window
