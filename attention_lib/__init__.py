@@ -31,6 +31,7 @@ from . import (
     saturation,
     softmax,
     tiled,
+    tiled_backward,
     training,
 )
 
@@ -48,6 +49,7 @@ _MODULES = (
     gradients,  # chapter 8: gradients through softmax and attention
     kv_cache,  # chapter 9: the KV cache
     tiled,  # chapter 10: exact attention by tiles
+    tiled_backward,  # ... and their backward pass (Part VI)
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block
