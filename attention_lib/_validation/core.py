@@ -505,7 +505,7 @@ def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:
 # Arrays of a known shape, key/value head groups, sliding windows
 # --------------------------------------------------------------------------------------
 
-__all__ += ["array_of_shape", "check_window", "kv_group_size"]
+__all__ += ["array_of_shape", "check_grouped_heads", "check_window", "kv_group_size"]
 
 
 def array_of_shape(a: Any, name: str, shape: tuple[int, ...], *, what: str = "") -> np.ndarray:
@@ -572,3 +572,43 @@ def check_window(window: Any, causal: bool) -> int | None:
             "sees the keys j with i - window < j <= i), so expected causal=True"
         )
     return window
+
+
+def check_grouped_heads(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Check grouped-query inputs: q (..., h, n_q, d_k), k (..., h_kv, n_k, d_k), v (..., h_kv,
+    n_k, d_v) with ``h`` a multiple of ``h_kv``; returns the arrays and ``g = h / h_kv``.
+
+    Examples
+    --------
+    >>> check_grouped_heads(np.ones((4, 3, 2)), np.ones((2, 5, 2)), np.ones((2, 5, 1)))[3]
+    2
+    >>> check_grouped_heads(np.ones((4, 3, 2)), np.ones((3, 5, 2)), np.ones((3, 5, 1)))
+    Traceback (most recent call last):
+        ...
+    ValueError: q has h=4 heads (shape (4, 3, 2), dtype float64) but k has h_kv=3 (shape (3, 5, 2), dtype float64); expected h to be a multiple of h_kv, each key/value head serving h / h_kv query heads
+    """  # noqa: E501
+    qa = as_real_array(q, "q", min_ndim=3)
+    ka = as_real_array(k, "k", min_ndim=3)
+    va = as_real_array(v, "v", min_ndim=3)
+    h, h_kv = qa.shape[-3], ka.shape[-3]
+    if va.shape[-3] != h_kv:
+        raise ValueError(f"k has h_kv={h_kv} heads ({describe(ka)}) but v has {va.shape[-3]} "
+                         f"({describe(va)}); expected one value head per key head")
+    if h % h_kv:
+        raise ValueError(f"q has h={h} heads ({describe(qa)}) but k has h_kv={h_kv} "
+                         f"({describe(ka)}); expected h to be a multiple of h_kv, each "
+                         "key/value head serving h / h_kv query heads")
+    if qa.shape[-1] != ka.shape[-1]:
+        raise ValueError(f"q has d_k={qa.shape[-1]} ({describe(qa)}) but k has "
+                         f"d_k={ka.shape[-1]} ({describe(ka)}); expected the same last axis, "
+                         "since scores are q . k")
+    if ka.shape[-2] != va.shape[-2]:
+        raise ValueError(f"k has n_k={ka.shape[-2]} positions ({describe(ka)}) but v has "
+                         f"{va.shape[-2]} ({describe(va)}); expected one value per key")
+    if broadcast_shape(qa.shape[:-3], ka.shape[:-3], va.shape[:-3]) is None:
+        raise ValueError(f"the leading (batch) axes before the heads do not broadcast: q "
+                         f"{qa.shape[:-3]}, k {ka.shape[:-3]}, v {va.shape[:-3]}; expected "
+                         "shapes that numpy can broadcast")
+    return qa, ka, va, h // h_kv
