@@ -23,6 +23,7 @@ from . import (
     gpt,
     gradients,
     kv_cache,
+    linear_attention,
     masks,
     measure,
     multihead,
@@ -50,6 +51,7 @@ _MODULES = (
     kv_cache,  # chapter 9: the KV cache
     tiled,  # chapter 10: exact attention by tiles
     tiled_backward,  # ... and their backward pass (Part VI)
+    linear_attention,  # Part VI: attention in time linear in n
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block
