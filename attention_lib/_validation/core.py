@@ -449,8 +449,9 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
 __all__ += ["broadcast_shape", "head_size", "token_rows"]
 
 
-def head_size(d_model: int, num_heads: int) -> int:
-    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide.
+def head_size(d_model: int, num_heads: int, *, heads: str = "num_heads") -> int:
+    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide
+    (``heads`` is the name the message gives the number of heads).
 
     Examples
     --------
@@ -463,8 +464,8 @@ def head_size(d_model: int, num_heads: int) -> int:
     """  # noqa: E501
     if d_model % num_heads:
         raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
-            f"gets d_model / num_heads features, so expected a d_model that is a "
+            f"d_model={d_model} is not divisible by {heads}={num_heads}; every head "
+            f"gets d_model / {heads} features, so expected a d_model that is a "
             f"multiple of {num_heads}"
         )
     return d_model // num_heads
