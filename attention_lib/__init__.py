@@ -23,6 +23,7 @@ from . import (
     gpt,
     gradients,
     kv_cache,
+    latent_attention,
     linear_attention,
     masks,
     measure,
@@ -52,6 +53,7 @@ _MODULES = (
     tiled,  # chapter 10: exact attention by tiles
     tiled_backward,  # ... and their backward pass (Part VI)
     linear_attention,  # Part VI: attention in time linear in n
+    latent_attention,  # Part VI: keys and values through a small latent
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block
