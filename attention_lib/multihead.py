@@ -31,6 +31,7 @@ from ._validation import (
     as_bool_mask,
     as_real_array,
     broadcast_shape,
+    check_flag,
     check_grouped_heads,
     common_float_dtype,
     compute_dtype,
@@ -39,10 +40,11 @@ from ._validation import (
     kv_group_size,
     optional_positive_int,
     positive_int,
+    raise_if_fully_masked,
     random_generator,
     token_rows,
 )
-from .attention import scaled_dot_product_attention
+from .attention import causal_mask, scaled_dot_product_attention
 
 __all__ = ["MultiHeadAttention", "grouped_query_attention", "merge_heads", "split_heads"]
 
@@ -203,7 +205,7 @@ def grouped_query_attention(
     q_grouped = qa.reshape(*lead, h_kv, group, n_q, d_k)  # (..., h_kv, g, n_q, d_k)
     k_grouped = ka[..., :, None, :, :]  # (..., h_kv, 1, n_k, d_k): a view, no copy
     v_grouped = va[..., :, None, :, :]  # (..., h_kv, 1, n_k, d_v)
-    mask_grouped = None if mask is None else _group_mask(mask, qa, ka, va, group)
+    mask_grouped = None if mask is None else _group_mask(mask, qa, ka, va, group, causal)
     out, weights = scaled_dot_product_attention(
         q_grouped, k_grouped, v_grouped, mask_grouped, causal=causal
     )  # (..., h_kv, g, n_q, d_v), (..., h_kv, g, n_q, n_k)
@@ -213,9 +215,13 @@ def grouped_query_attention(
 
 
 def _group_mask(mask: ArrayLike, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                group: int) -> np.ndarray:
-    """The mask, broadcastable to (..., h, n_q, n_k), regrouped to (..., h_kv or 1, g or 1, ...)."""
+                group: int, causal: bool) -> np.ndarray:
+    """The mask, broadcastable to (..., h, n_q, n_k), regrouped to (..., h_kv or 1, g or 1, ...).
+
+    A query row the mask (and ``causal``) leaves with no key is reported by head and query.
+    """
     m = as_bool_mask(mask)
+    causal = check_flag(causal, "causal")
     h, n_q = q.shape[-3:-1]
     h_kv, n_k = k.shape[-3:-1]
     target = (*np.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3]), h, n_q, n_k)
@@ -225,6 +231,10 @@ def _group_mask(mask: ArrayLike, q: np.ndarray, k: np.ndarray, v: np.ndarray,
             f"mask has {describe(m)}; expected a shape broadcastable to the weights "
             f"(..., h, n_q, n_k) = {target}"
         )
+    allowed = m & causal_mask(n_q, n_k) if causal else m  # (..., n_q, n_k) or broadcastable
+    empty = ~np.broadcast_to(allowed, shape).any(axis=-1)  # (..., h, n_q)
+    raise_if_fully_masked(empty, "query row(s) with no key", where="(..., head, query) ",
+                          remedy="Expected a mask that leaves every query at least one key")
     m = m.reshape((1,) * max(0, 3 - m.ndim) + m.shape)  # (..., h or 1, n_q or 1, n_k or 1)
     if m.shape[-3] == 1:
         return m[..., None, :, :]  # (..., 1, 1, n_q, n_k): the same for every head

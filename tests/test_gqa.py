@@ -227,3 +227,19 @@ def test_a_replaced_key_matrix_of_the_wrong_shape_is_named():
             "W_K has shape (8, 8), dtype float64; expected shape (d_model, num_kv_heads * "
             "d_head) = (8, 4)")):
         mha(np.ones((2, 8)))
+
+
+def test_a_query_head_left_without_keys_is_named_by_head_and_query():
+    q, k, v = random_heads(6, (), 4, 2, 3, 3)
+    mask = np.ones((4, 3, 3), dtype=bool)
+    mask[2, 1] = False  # query head 2, query 1: no key
+    with pytest.raises(ValueError, match=re.escape(
+            "mask leaves 1 query row(s) with no key to attend to, at (..., head, query) index "
+            "(2, 1); their softmax is undefined. Expected a mask that leaves every query at "
+            "least one key")):
+        grouped_query_attention(q, k, v, mask=mask)
+    mask = np.ones((4, 3, 3), dtype=bool)
+    mask[3, 0, 0] = False  # with the causal rule query 0 sees key 0 only
+    with pytest.raises(ValueError, match=r"at \(\.\.\., head, query\) index \(3, 0\)"):
+        grouped_query_attention(q, k, v, mask=mask, causal=True)
+    grouped_query_attention(q, k, v, mask=mask)  # without it query 0 keeps keys 1 and 2

@@ -415,13 +415,14 @@ __all__ += ["raise_if_fully_masked"]
 
 
 def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
-                          also: str = "") -> None:
+                          also: str = "", remedy: str | None = None) -> None:
     """Raise ``ValueError`` when ``empty`` (True = a row the mask leaves nothing to attend
     to) has a True entry, listing the first ten by index.
 
     ``what`` names the rows and what they lack (``"query row(s) with no key"``), ``where``
     what the index counts (``"(..., query) "``), ``also`` the end of the message (what else
-    ``fully_masked='zero'`` does, or what else to do).
+    ``fully_masked='zero'`` does, or what else to do). ``remedy`` replaces the sentence
+    about ``fully_masked`` for a function that has no such option.
 
     Examples
     --------
@@ -436,9 +437,11 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
         return
     rows = [tuple(int(i) for i in idx) for idx in np.argwhere(empty)[:10]]
     shown = ", ".join(map(str, rows)) + (" ..." if count > 10 else "")
+    if remedy is None:
+        remedy = f"Pass fully_masked='zero' to give them zero weights{also}"
     raise ValueError(
         f"mask leaves {count} {what} to attend to, at {where}index {shown}; "
-        f"their softmax is undefined. Pass fully_masked='zero' to give them zero weights{also}"
+        f"their softmax is undefined. {remedy}"
     )
 
 
