@@ -14,6 +14,11 @@ When a new block raises the maximum from ``m`` to ``m'``, everything summed so
 far was computed relative to the old maximum, so ``l`` and ``acc`` are
 multiplied by ``exp(m - m')``. After the last block ``acc / l`` is exactly the
 attention output: no approximation, only a different order of the same sums.
+At the end ``m + log l`` is the row's log-sum-exp, all the backward pass
+(:mod:`attention_lib.tiled_backward`) needs to recompute any tile's weights. Under
+a sliding window the tiles outside the band are skipped like those in the future.
+The tile plumbing both passes share is in :mod:`attention_lib._tiles`, the thread
+pool in :mod:`attention_lib._threads`.
 
 Dimension letters used in the shape comments:
 
