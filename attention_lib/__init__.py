@@ -23,6 +23,8 @@ from . import (
     gpt,
     gradients,
     kv_cache,
+    latent_attention,
+    linear_attention,
     masks,
     measure,
     multihead,
@@ -31,6 +33,7 @@ from . import (
     saturation,
     softmax,
     tiled,
+    tiled_backward,
     training,
 )
 
@@ -48,6 +51,9 @@ _MODULES = (
     gradients,  # chapter 8: gradients through softmax and attention
     kv_cache,  # chapter 9: the KV cache
     tiled,  # chapter 10: exact attention by tiles
+    tiled_backward,  # ... and their backward pass (Part VI)
+    linear_attention,  # Part VI: attention in time linear in n
+    latent_attention,  # Part VI: keys and values through a small latent
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block

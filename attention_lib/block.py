@@ -8,6 +8,11 @@ Dimension letters used in the shape comments:
 - ``d_model``  size of a token representation (the residual stream)
 - ``d_ff``     width of the feed-forward network's hidden layer (usually ``4 d_model``)
 
+Today's decoders (Llama and most since) keep the pre-norm block but swap two parts:
+RMSNorm for layer norm (no mean, no bias) and SwiGLU for the two-matrix network
+(a gated hidden layer of three matrices); with rotary positions and no biases
+anywhere, :func:`llama_parameter_count` counts such a model.
+
 A block maps ``(..., n, d_model)`` to ``(..., n, d_model)``, so blocks stack.
 Pre-norm (GPT-2 and most models since) normalises the input of each sublayer
 and adds the sublayer's output to the untouched residual stream; post-norm
@@ -28,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import (
+    array_of_shape,
     as_real_array,
     broadcast_shape,
     check_flag,
@@ -35,6 +41,8 @@ from ._validation import (
     compute_dtype,
     describe,
     first_true,
+    head_size,
+    kv_group_size,
     one_of,
     optional_positive_int,
     positive_int,
@@ -51,6 +59,9 @@ __all__ = [
     "feed_forward",
     "gpt_parameter_count",
     "layer_norm",
+    "llama_parameter_count",
+    "rms_norm",
+    "swiglu",
 ]
 
 
@@ -219,6 +230,124 @@ def feed_forward(
         cube = hidden * hidden * hidden  # not hidden**3: float32 powf is ~100x slower
         hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * cube)))
     return (hidden @ w2a + b2a).astype(dtype, copy=False)  # (..., n, d_model)
+
+
+def rms_norm(x: ArrayLike, gain: ArrayLike | None = None, *, eps: float = 1e-5) -> np.ndarray:
+    r"""Divide every row by its root mean square, then scale: RMSNorm (Zhang and Sennrich 2019).
+
+    Parameters
+    ----------
+    x : array_like, shape (..., d)
+        One row per token.
+    gain : array_like, shape (d,), optional
+        Gain per feature; defaults to ones. There is no bias.
+    eps : float, default 1e-5
+        Added to the mean square before the square root (Llama 2 and 3 use 1e-5).
+
+    Returns
+    -------
+    numpy.ndarray, shape of ``x``
+        float32 stays float32; float16 is computed in float32 and returned as
+        float16; integer input is computed in float64.
+
+    Raises
+    ------
+    ValueError
+        With ``eps=0``, when a row is all zeros (its normalisation is 0 / 0).
+
+    Notes
+    -----
+    .. math:: \operatorname{RMSNorm}(x)_j = g_j\,
+              \frac{x_j}{\sqrt{\frac1d \sum_l x_l^2 + \varepsilon}} .
+
+    Layer norm without the mean: the row is not centred, only rescaled, which
+    saves a reduction and works as well in practice. As in :func:`layer_norm`,
+    each row (and :math:`\varepsilon`) is first divided by a power of two near its
+    largest :math:`|x_j|`, so rows of any magnitude are normalised without overflow.
+
+    Examples
+    --------
+    >>> rms_norm(np.array([3.0, -4.0]), eps=0.0).round(4)   # rms = sqrt(12.5)
+    array([ 0.8485, -1.1314])
+    >>> rms_norm(np.array([[1.0, 1.0]]), gain=[2.0, 0.5], eps=0.0)
+    array([[2. , 0.5]])
+    """
+    xa = as_real_array(x, "x")
+    eps = real_number(eps, "eps", minimum=0.0)
+    d = xa.shape[-1]
+    params = [] if gain is None else [array_of_shape(
+        gain, "gain", (d,), what=f"({d},), one entry per feature of x ({describe(xa)})")]
+    dtype = common_float_dtype(xa, *params)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    xa = xa.astype(work, copy=False)
+    # Divide each row by a power of two near its largest |x_j| (exact), as layer_norm does.
+    _, e = np.frexp(np.max(np.abs(xa), axis=-1, keepdims=True))  # (..., 1): max = m 2^e
+    if eps > 0:
+        e = np.maximum(e, 0)
+    y = np.ldexp(xa, -e)  # (..., d)
+    denominator = np.mean(y * y, axis=-1, keepdims=True) + np.ldexp(work.type(eps), -2 * e)
+    if eps == 0 and not denominator.all():
+        count, first = first_true(denominator == 0)
+        raise ValueError(
+            f"x has {count} all-zero row(s), the first at index {first[:-1]}, and eps=0: "
+            "their root mean square is 0, so x / rms is 0 / 0; expected eps > 0 (e.g. the "
+            "default 1e-5) or rows that are not all zero"
+        )
+    denominator[denominator == 0] = 1  # zero rows whose scaled eps underflowed: y = 0 there
+    out = y / np.sqrt(denominator)
+    if params:
+        out = out * params[0].astype(work, copy=False)
+    return out.astype(dtype, copy=False)
+
+
+def swiglu(x: ArrayLike, w_gate: ArrayLike, w_up: ArrayLike, w_down: ArrayLike) -> np.ndarray:
+    r"""The SwiGLU feed-forward network (Shazeer 2020) of Llama: a gated hidden layer.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d_model)
+    w_gate, w_up : array_like, shape (d_model, d_ff)
+    w_down : array_like, shape (d_ff, d_model)
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n, d_model)
+        float32 stays float32; float16 is computed in float32 and returned as float16.
+
+    Notes
+    -----
+    .. math:: \operatorname{SwiGLU}(x) = \bigl(\operatorname{SiLU}(x W_{\text{gate}})
+              \odot x W_{\text{up}}\bigr) W_{\text{down}}, \qquad
+              \operatorname{SiLU}(u) = u\,\sigma(u) = \frac{u}{1 + e^{-u}},
+
+    with :math:`\sigma(u) = \tfrac12 (1 + \tanh(u/2))` computed without overflow.
+    Three matrices instead of two and no biases: Llama shrinks :math:`d_{ff}` to about
+    :math:`\tfrac23 \cdot 4 d` (11008 for :math:`d = 4096`) so that the parameter
+    count stays that of a :math:`4d` two-matrix network.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, -1.0]])
+    >>> swiglu(x, np.eye(2), np.eye(2), np.eye(2)).round(4)   # SiLU(x) * x
+    array([[0.7311, 0.2689]])
+    """
+    xa = as_real_array(x, "x")
+    d_model = xa.shape[-1]
+    wg = as_real_array(w_gate, "w_gate")
+    if wg.ndim != 2 or wg.shape[0] != d_model:
+        raise ValueError(f"w_gate has {describe(wg)}; expected shape (d_model, d_ff) with "
+                         f"d_model={d_model} (the last axis of x)")
+    d_ff = wg.shape[1]
+    sizes = f"(d_model={d_model}, d_ff={d_ff})"
+    wu = array_of_shape(w_up, "w_up", (d_model, d_ff), what=f"(d_model, d_ff) {sizes}")
+    wd = array_of_shape(w_down, "w_down", (d_ff, d_model), what=f"(d_ff, d_model) {sizes}")
+    dtype = common_float_dtype(xa, wg, wu, wd)
+    work = compute_dtype(dtype)  # float16 is computed in float32
+    xa = xa.astype(work, copy=False)
+    gate = xa @ wg.astype(work, copy=False)  # (..., n, d_ff)
+    up = xa @ wu.astype(work, copy=False)  # (..., n, d_ff)
+    hidden = gate * (0.5 * (1.0 + np.tanh(0.5 * gate))) * up  # SiLU(gate) * up, (..., n, d_ff)
+    return (hidden @ wd.astype(work, copy=False)).astype(dtype, copy=False)  # (..., n, d_model)
 
 
 class TransformerBlock:
@@ -498,3 +627,63 @@ def gpt_parameter_count(
     blocks = n_layers * block_parameter_count(d, d_ff)
     output = 0 if tied_output else vocab_size * d  # (d_model, vocab_size), no bias
     return blocks + (vocab_size + context) * d + 2 * d + output
+
+
+def llama_parameter_count(
+    vocab_size: int,
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    n_kv_heads: int,
+    d_ff: int,
+    tie_embeddings: bool = False,
+) -> int:
+    r"""Parameters of a Llama-style decoder (RMSNorm, SwiGLU, rotary positions, no biases).
+
+    Parameters
+    ----------
+    vocab_size, d_model, n_layers : int
+    n_heads : int
+        Query heads; must divide ``d_model``.
+    n_kv_heads : int
+        Key/value heads (grouped-query attention); must divide ``n_heads``.
+    d_ff : int
+        Hidden width of the SwiGLU network (:func:`swiglu`).
+    tie_embeddings : bool, default False
+        The output layer is the token embedding, transposed (Llama 2 and 3 keep
+        a matrix of their own: ``False``).
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    With :math:`d_{\text{head}} = d / h` and :math:`h_{kv}` key/value heads, a layer
+    has :math:`W_Q, W_O` (:math:`d^2` each), :math:`W_K, W_V`
+    (:math:`d\,h_{kv} d_{\text{head}}` each), three SwiGLU matrices
+    (:math:`d\,d_{ff}` each) and two RMSNorm gains; rotary positions add nothing:
+
+    .. math:: N = L\,\bigl(2 d^2 + 2 d\,h_{kv} d_{\text{head}} + 3 d\,d_{ff} + 2d\bigr)
+              + d + V d\,(2 \text{ untied, } 1 \text{ tied}),
+
+    the lone :math:`d` being the final RMSNorm.
+
+    Examples
+    --------
+    >>> llama_parameter_count(32000, 4096, 32, 32, 32, 11008)      # Llama 2 7B
+    6738415616
+    >>> llama_parameter_count(128256, 4096, 32, 32, 8, 14336)      # Llama 3 8B
+    8030261248
+    """
+    vocab_size, d, n_layers, n_heads, n_kv_heads, d_ff = positive_ints(
+        vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+        n_kv_heads=n_kv_heads, d_ff=d_ff)
+    tie_embeddings = check_flag(tie_embeddings, "tie_embeddings")
+    d_head = head_size(d, n_heads, heads="n_heads")
+    kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
+    attention = 2 * d * d + 2 * d * n_kv_heads * d_head  # W_Q, W_O; W_K, W_V
+    mlp = 3 * d * d_ff  # W_gate, W_up, W_down
+    norms = 2 * d  # before attention and before the network
+    embeddings = vocab_size * d * (1 if tie_embeddings else 2)  # input; output unless tied
+    return n_layers * (attention + mlp + norms) + d + embeddings

@@ -44,6 +44,7 @@ __all__ = [
     "decode_step_multiplications",
     "generation_multiplications",
     "kv_cache_bytes",
+    "latent_kv_cache_bytes",
     "layer_flops",
     "rnn_flops",
     "score_matrix_bytes",
@@ -489,7 +490,8 @@ def kv_cache_bytes(
 
     the 2 counting keys and values. It grows linearly with ``n_tokens``;
     :attr:`attention_lib.KVCache.nbytes` reports the same for one layer at its
-    capacity (``n_tokens = cache.capacity``).
+    capacity (``n_tokens = cache.capacity``). Multi-head latent attention
+    caches a latent per token instead: :func:`latent_kv_cache_bytes`.
 
     Examples
     --------
@@ -502,3 +504,59 @@ def kv_cache_bytes(
     sizes = positive_ints(n_tokens=n_tokens, n_layers=n_layers, n_kv_heads=n_kv_heads,
                           d_head=d_head, batch=batch)
     return 2 * math.prod(sizes) * numeric_dtype(dtype).itemsize  # 2: keys and values
+
+
+def latent_kv_cache_bytes(
+    n_tokens: int,
+    *,
+    n_layers: int,
+    d_latent: int,
+    d_rope: int = 0,
+    dtype: DTypeLike = np.float16,
+    batch: int = 1,
+) -> int:
+    r"""Bytes of the latents a decoder with multi-head latent attention keeps for ``n_tokens``.
+
+    Parameters
+    ----------
+    n_tokens : int
+        Positions cached.
+    n_layers : int
+        Attention layers, each with its own latents.
+    d_latent : int
+        Size :math:`d_c` of the latent per token and layer
+        (:func:`~attention_lib.latent_kv_attention`); it stands for the keys and
+        values of every head.
+    d_rope : int, default 0
+        Size of the decoupled rotary key that DeepSeek-V2 caches beside the latent
+        (64 there; 0 for :func:`~attention_lib.latent_kv_attention`, which has none).
+    dtype : numeric numpy dtype, default float16
+    batch : int, default 1
+
+    Returns
+    -------
+    int
+
+    Notes
+    -----
+    .. math::
+
+        \text{bytes} = \text{batch} \times n_{\text{layers}} \times (d_c + d_{\text{rope}})
+            \times n_{\text{tokens}} \times \text{bytes per number},
+
+    against :math:`2\, h_{kv} d_{\text{head}}` numbers per token and layer for
+    :func:`kv_cache_bytes` (:math:`h_{kv} = h` for multi-head attention, fewer for
+    grouped-query attention, 1 for multi-query attention).
+
+    Examples
+    --------
+    >>> per_token = latent_kv_cache_bytes(1, n_layers=60, d_latent=512, d_rope=64)
+    >>> per_token                                         # DeepSeek-V2, float16
+    69120
+    >>> kv_cache_bytes(1, n_layers=60, n_kv_heads=128, d_head=128) // per_token   # its MHA
+    56
+    """
+    n_tokens, n_layers, d_latent, batch = positive_ints(
+        n_tokens=n_tokens, n_layers=n_layers, d_latent=d_latent, batch=batch)
+    d_rope = positive_int(d_rope, "d_rope", minimum=0)
+    return batch * n_layers * (d_latent + d_rope) * n_tokens * numeric_dtype(dtype).itemsize

@@ -5,14 +5,19 @@ Dimension letters used in the shape comments:
 - ``...``     leading batch axes (broadcast between ``x`` and ``context``)
 - ``n_q``     number of queries (positions of ``x``)
 - ``n_k``     number of keys and values (positions of ``context``)
-- ``h``       number of heads
+- ``h``       number of heads (of queries)
+- ``h_kv``    number of key/value heads (``h`` unless grouped-query attention)
+- ``g``       query heads per key/value head, ``h / h_kv``
+- ``d_kv``    width of the keys (and values) of all key/value heads, ``h_kv * d_head``
 - ``d_model`` size of a token representation
 - ``d_head``  size of one head's queries, keys and values, ``d_model / h``
   (the ``d_k`` of the scaling factor :math:`1/\\sqrt{d_k}`)
 
 Head ``i`` owns columns ``i*d_head:(i+1)*d_head`` of ``W_Q``, ``W_K``, ``W_V``
 and the same rows of ``W_O``: the layout of PyTorch's
-``torch.nn.MultiheadAttention``.
+``torch.nn.MultiheadAttention``. With grouped-query attention ``W_K`` and ``W_V``
+have ``h_kv`` such column blocks, and query head ``i`` uses key/value head
+``i // g`` (PyTorch's ``scaled_dot_product_attention(..., enable_gqa=True)``).
 """
 
 from __future__ import annotations
@@ -26,17 +31,22 @@ from ._validation import (
     as_bool_mask,
     as_real_array,
     broadcast_shape,
+    check_flag,
+    check_grouped_heads,
     common_float_dtype,
     compute_dtype,
     describe,
     head_size,
+    kv_group_size,
+    optional_positive_int,
     positive_int,
+    raise_if_fully_masked,
     random_generator,
     token_rows,
 )
-from .attention import scaled_dot_product_attention
+from .attention import causal_mask, scaled_dot_product_attention
 
-__all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
+__all__ = ["MultiHeadAttention", "grouped_query_attention", "merge_heads", "split_heads"]
 
 WEIGHT_NAMES = ("W_Q", "W_K", "W_V", "W_O")
 
@@ -129,6 +139,108 @@ def merge_heads(x: ArrayLike) -> np.ndarray:
     return x.reshape(*lead, n, h * d_head)  # (..., n, h, d_head) -> (..., n, h * d_head)
 
 
+def grouped_query_attention(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    *,
+    causal: bool = False,
+    mask: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Attention of ``h`` query heads through fewer key/value heads (GQA; MQA with one).
+
+    Parameters
+    ----------
+    q : array_like, shape (..., h, n_q, d_k)
+        Queries of ``h`` heads.
+    k : array_like, shape (..., h_kv, n_k, d_k)
+        Keys of ``h_kv`` heads; ``h_kv`` must divide ``h``.
+    v : array_like, shape (..., h_kv, n_k, d_v)
+        Values of the same ``h_kv`` heads. Leading axes before the heads broadcast.
+    causal : bool, default False
+        As in :func:`~attention_lib.scaled_dot_product_attention` (queries are the
+        last ``n_q`` positions when ``n_q < n_k``).
+    mask : array_like of bool, optional
+        True = may attend; broadcastable to the weights ``(..., h, n_q, n_k)``.
+
+    Returns
+    -------
+    output : numpy.ndarray, shape (..., h, n_q, d_v)
+    weights : numpy.ndarray, shape (..., h, n_q, n_k)
+
+    Notes
+    -----
+    With :math:`g = h / h_{kv}` query heads per group, query head :math:`i` uses
+    key/value head :math:`\lfloor i / g \rfloor`:
+
+    .. math:: \text{head}_i = \operatorname{softmax}\!\Bigl(
+              \frac{Q_i K_{\lfloor i/g \rfloor}^{\mathsf T}}{\sqrt{d_k}}\Bigr)
+              V_{\lfloor i/g \rfloor},
+
+    the rule of PyTorch's ``scaled_dot_product_attention(..., enable_gqa=True)``.
+    The queries are regrouped to ``(..., h_kv, g, n_q, d_k)`` and the keys and
+    values get an axis of size 1 that broadcasts over the group, so no key or
+    value is copied; the scores, softmax and masks are those of
+    :func:`~attention_lib.scaled_dot_product_attention`. With ``h_kv = h`` this is
+    multi-head attention; with ``h_kv = 1``, multi-query attention (MQA). A KV
+    cache holds ``h_kv`` heads instead of ``h``: ``g`` times less memory.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> q = rng.normal(size=(4, 3, 2))                # 4 query heads
+    >>> k, v = rng.normal(size=(2, 2, 5, 2))          # 2 key/value heads, 5 keys
+    >>> out, w = grouped_query_attention(q, k, v)
+    >>> out.shape, w.shape
+    ((4, 3, 2), (4, 3, 5))
+    >>> from attention_lib import scaled_dot_product_attention
+    >>> bool(np.allclose(out[3], scaled_dot_product_attention(q[3], k[1], v[1])[0]))
+    True
+    """
+    qa, ka, va, group = check_grouped_heads(q, k, v)
+    h, n_q, d_k = qa.shape[-3:]
+    h_kv, n_k = ka.shape[-3:-1]
+    lead = qa.shape[:-3]
+    # Query head i = a * g + b uses key/value head a: put the group on an axis of its own.
+    q_grouped = qa.reshape(*lead, h_kv, group, n_q, d_k)  # (..., h_kv, g, n_q, d_k)
+    k_grouped = ka[..., :, None, :, :]  # (..., h_kv, 1, n_k, d_k): a view, no copy
+    v_grouped = va[..., :, None, :, :]  # (..., h_kv, 1, n_k, d_v)
+    mask_grouped = None if mask is None else _group_mask(mask, qa, ka, va, group, causal)
+    out, weights = scaled_dot_product_attention(
+        q_grouped, k_grouped, v_grouped, mask_grouped, causal=causal
+    )  # (..., h_kv, g, n_q, d_v), (..., h_kv, g, n_q, n_k)
+    out = out.reshape(*out.shape[:-4], h, n_q, out.shape[-1])  # (..., h, n_q, d_v)
+    weights = weights.reshape(*weights.shape[:-4], h, n_q, n_k)  # (..., h, n_q, n_k)
+    return out, weights
+
+
+def _group_mask(mask: ArrayLike, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                group: int, causal: bool) -> np.ndarray:
+    """The mask, broadcastable to (..., h, n_q, n_k), regrouped to (..., h_kv or 1, g or 1, ...).
+
+    A query row the mask (and ``causal``) leaves with no key is reported by head and query.
+    """
+    m = as_bool_mask(mask)
+    causal = check_flag(causal, "causal")
+    h, n_q = q.shape[-3:-1]
+    h_kv, n_k = k.shape[-3:-1]
+    target = (*np.broadcast_shapes(q.shape[:-3], k.shape[:-3], v.shape[:-3]), h, n_q, n_k)
+    shape = broadcast_shape(target, m.shape)
+    if shape is None or shape[-3:] != (h, n_q, n_k):
+        raise ValueError(
+            f"mask has {describe(m)}; expected a shape broadcastable to the weights "
+            f"(..., h, n_q, n_k) = {target}"
+        )
+    allowed = m & causal_mask(n_q, n_k) if causal else m  # (..., n_q, n_k) or broadcastable
+    empty = ~np.broadcast_to(allowed, shape).any(axis=-1)  # (..., h, n_q)
+    raise_if_fully_masked(empty, "query row(s) with no key", where="(..., head, query) ",
+                          remedy="Expected a mask that leaves every query at least one key")
+    m = m.reshape((1,) * max(0, 3 - m.ndim) + m.shape)  # (..., h or 1, n_q or 1, n_k or 1)
+    if m.shape[-3] == 1:
+        return m[..., None, :, :]  # (..., 1, 1, n_q, n_k): the same for every head
+    return m.reshape(*m.shape[:-3], h_kv, group, *m.shape[-2:])  # (..., h_kv, g, n_q, n_k)
+
+
 class MultiHeadAttention:
     r"""Multi-head scaled dot-product attention with its four weight matrices.
 
@@ -138,19 +250,27 @@ class MultiHeadAttention:
         Size of a token representation (the last axis of the input).
     num_heads : int
         Number of heads ``h``; must divide ``d_model``.
+    num_kv_heads : int, optional
+        Number of key/value heads ``h_kv`` (grouped-query attention, see
+        :func:`grouped_query_attention`); must divide ``num_heads``. Defaults to
+        ``num_heads`` (every head its own keys and values); 1 is multi-query
+        attention.
     rng : numpy.random.Generator, optional
         Source of the initial weights; defaults to ``np.random.default_rng()``
         (unseeded). Pass a seeded generator for reproducible weights.
 
     Attributes
     ----------
-    d_model, num_heads : int
+    d_model, num_heads, num_kv_heads : int
     d_head : int
         ``d_model // num_heads``: the size of one head's queries, keys and
         values, i.e. the :math:`d_k` of the scale :math:`1/\sqrt{d_k}`.
-    W_Q, W_K, W_V : numpy.ndarray, shape (d_model, d_model)
-        Query, key and value projections of all heads side by side: head
-        ``i`` uses columns ``i*d_head:(i+1)*d_head``.
+    W_Q : numpy.ndarray, shape (d_model, d_model)
+        Query projections of all heads side by side: head ``i`` uses columns
+        ``i*d_head:(i+1)*d_head``.
+    W_K, W_V : numpy.ndarray, shape (d_model, num_kv_heads * d_head)
+        Key and value projections of the key/value heads, laid out alike
+        (``(d_model, d_model)`` by default).
     W_O : numpy.ndarray, shape (d_model, d_model)
         Output projection; rows ``i*d_head:(i+1)*d_head`` act on head ``i``.
 
@@ -173,7 +293,9 @@ class MultiHeadAttention:
     deviation :math:`1/\sqrt{d_{\text{model}}}`), so that a query, key or
     value coordinate of an input with unit-variance coordinates has unit
     variance too. There are no bias terms, so the layer has exactly
-    :math:`4 d_{\text{model}}^2` parameters whatever the number of heads.
+    :math:`4 d_{\text{model}}^2` parameters whatever the number of heads
+    (with :math:`h_{kv}` key/value heads,
+    :math:`2 d_{\text{model}}^2 + 2 d_{\text{model}} h_{kv} d_{\text{head}}`).
     The weights are stored in float64 and cast to the input's floating
     dtype on every call (float32 stays float32; float16 is computed in float32
     and returned as float16).
@@ -191,27 +313,36 @@ class MultiHeadAttention:
     >>> out, w = mha(x, memory)                                  # cross-attention
     >>> out.shape, w.shape
     ((5, 8), (2, 5, 7))
+    >>> gqa = MultiHeadAttention(8, 4, num_kv_heads=2, rng=np.random.default_rng(0))
+    >>> gqa.W_K.shape, gqa.num_parameters, gqa(x)[1].shape       # 4 query heads, 2 kv heads
+    ((8, 4), 192, (4, 5, 5))
     """
 
     def __init__(
-        self, d_model: int, num_heads: int, *, rng: np.random.Generator | None = None
+        self, d_model: int, num_heads: int, *, num_kv_heads: int | None = None,
+        rng: np.random.Generator | None = None
     ) -> None:
         d_model = positive_int(d_model, "d_model")
         num_heads = positive_int(num_heads, "num_heads")
         d_head = head_size(d_model, num_heads)
+        num_kv_heads = optional_positive_int(num_kv_heads, "num_kv_heads", num_heads)
+        kv_group_size(num_heads, num_kv_heads)
         rng = random_generator(rng, optional=True)
         self.d_model = d_model
         self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
         self.d_head = d_head
         std = 1.0 / math.sqrt(d_model)
+        d_kv = num_kv_heads * d_head  # d_model unless grouped-query attention
         # Drawn in this order, so a given seed always gives the same four matrices.
         self.W_Q = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
-        self.W_K = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
-        self.W_V = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
+        self.W_K = rng.normal(0.0, std, size=(d_model, d_kv))  # (d_model, h_kv * d_head)
+        self.W_V = rng.normal(0.0, std, size=(d_model, d_kv))  # (d_model, h_kv * d_head)
         self.W_O = rng.normal(0.0, std, size=(d_model, d_model))  # (h * d_head, d_model)
 
     def __repr__(self) -> str:
-        return (f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}, "
+        kv = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
+        return (f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}{kv}, "
                 f"d_head={self.d_head})")
 
     def parameters(self) -> dict[str, np.ndarray]:
@@ -227,7 +358,8 @@ class MultiHeadAttention:
 
     @property
     def num_parameters(self) -> int:
-        """Total number of weights, the sum of the four matrices' sizes (``4 * d_model**2``).
+        """Total number of weights, the sum of the four matrices' sizes (``4 * d_model**2``
+        unless there are fewer key/value heads).
 
         Examples
         --------
@@ -237,15 +369,17 @@ class MultiHeadAttention:
         return sum(int(np.asarray(w).size) for w in self.parameters().values())
 
     def _weights(self, dtype: np.dtype) -> dict[str, np.ndarray]:
-        """The four matrices in ``dtype``, each checked to be (d_model, d_model)."""
+        """The four matrices in ``dtype``, each checked to have its shape."""
         out = {}
+        d_kv = self.num_kv_heads * self.d_head
         for name, w in self.parameters().items():
             w = as_real_array(w, name, min_ndim=2)
-            if w.shape != (self.d_model, self.d_model):
-                raise ValueError(
-                    f"{name} has {describe(w)}; expected shape (d_model, d_model) = "
-                    f"({self.d_model}, {self.d_model})"
-                )
+            if name in ("W_K", "W_V") and d_kv != self.d_model:
+                expected, shape = "(d_model, num_kv_heads * d_head)", (self.d_model, d_kv)
+            else:
+                expected, shape = "(d_model, d_model)", (self.d_model, self.d_model)
+            if w.shape != shape:
+                raise ValueError(f"{name} has {describe(w)}; expected shape {expected} = {shape}")
             out[name] = w.astype(dtype, copy=False)
         return out
 
@@ -317,13 +451,18 @@ class MultiHeadAttention:
         x = x.astype(work, copy=False)
         context = context.astype(work, copy=False)
 
-        h = self.num_heads
+        h, h_kv = self.num_heads, self.num_kv_heads
         q = split_heads(x @ w["W_Q"], h)  # (..., n_q, d_model) -> (..., h, n_q, d_head)
-        k = split_heads(context @ w["W_K"], h)  # (..., n_k, d_model) -> (..., h, n_k, d_head)
-        v = split_heads(context @ w["W_V"], h)  # (..., n_k, d_model) -> (..., h, n_k, d_head)
-        heads, weights = scaled_dot_product_attention(
-            q, k, v, head_mask, causal=causal
-        )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
+        k = split_heads(context @ w["W_K"], h_kv)  # (..., n_k, d_kv) -> (..., h_kv, n_k, d_head)
+        v = split_heads(context @ w["W_V"], h_kv)  # (..., n_k, d_kv) -> (..., h_kv, n_k, d_head)
+        if h_kv == h:
+            heads, weights = scaled_dot_product_attention(
+                q, k, v, head_mask, causal=causal
+            )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
+        else:  # query head i uses key/value head i // (h / h_kv)
+            heads, weights = grouped_query_attention(
+                q, k, v, causal=causal, mask=head_mask
+            )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
         concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
         output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
         return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)

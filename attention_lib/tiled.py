@@ -14,6 +14,11 @@ When a new block raises the maximum from ``m`` to ``m'``, everything summed so
 far was computed relative to the old maximum, so ``l`` and ``acc`` are
 multiplied by ``exp(m - m')``. After the last block ``acc / l`` is exactly the
 attention output: no approximation, only a different order of the same sums.
+At the end ``m + log l`` is the row's log-sum-exp, all the backward pass
+(:mod:`attention_lib.tiled_backward`) needs to recompute any tile's weights. Under
+a sliding window the tiles outside the band are skipped like those in the future.
+The tile plumbing both passes share is in :mod:`attention_lib._tiles`, the thread
+pool in :mod:`attention_lib._threads`.
 
 Dimension letters used in the shape comments:
 
@@ -25,7 +30,6 @@ Dimension letters used in the shape comments:
 
 from __future__ import annotations
 
-import functools
 import math
 import threading
 from collections.abc import Sequence
@@ -35,19 +39,19 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._threads import available_cpus, numpy_blas, run_tasks
+from ._tiles import band_hidden, future, past, raise_overflow, scores_may_overflow, tiled_inputs
+from ._tiles import key_spans as _key_spans
 from ._validation import (
     as_real_array,
-    check_attention_inputs,
     check_causal_sizes,
     check_flag,
+    check_window,
     common_float_dtype,
-    compute_dtype,
     describe,
-    first_true,
     positive_int,
 )
 from .attention import causal_mask, scaled_scores
-from .masks import causal_tile_kinds
+from .masks import causal_tile_kinds, sliding_window_mask
 
 __all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention",
            "tiled_attention_reference"]
@@ -160,33 +164,6 @@ def online_softmax_row(
                               np.array(sums, dtype=dtype))
 
 
-def _block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
-    sizes = block_size if isinstance(block_size, tuple) else (block_size, block_size)
-    if len(sizes) != 2:
-        raise ValueError(
-            f"block_size={block_size!r}; expected a positive integer or a pair "
-            "(block_q, block_k) of positive integers"
-        )
-    return (positive_int(sizes[0], "block_size[0]"), positive_int(sizes[1], "block_size[1]"))
-
-
-def _tiled_inputs(
-    q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool, block_size: int | tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], bool, tuple[int, int], np.dtype]:
-    """The checks both tiled engines start with.
-
-    Returns q, k, v cast to the dtype they are computed in (float16 in float32),
-    their broadcast leading shape, ``causal`` as a bool, ``(b_q, b_k)`` and the
-    dtype of the result.
-    """
-    q, k, v, batch = check_attention_inputs(q, k, v)
-    causal = check_flag(causal, "causal")
-    blocks = _block_sizes(block_size)
-    out_dtype = q.dtype
-    work = compute_dtype(out_dtype)  # float16 is accumulated in float32
-    return (*(a.astype(work, copy=False) for a in (q, k, v)), batch, causal, blocks, out_dtype)
-
-
 # --------------------------------------------------------------------------------------
 # The readable version: a plain loop over query and key tiles
 # --------------------------------------------------------------------------------------
@@ -199,6 +176,7 @@ def tiled_attention_reference(
     *,
     causal: bool = False,
     block_size: int | tuple[int, int] = (256, 512),
+    window: int | None = None,
 ) -> np.ndarray:
     r"""Tiled attention as a plain loop over tiles: the readable version of :func:`tiled_attention`.
 
@@ -207,8 +185,8 @@ def tiled_attention_reference(
     maximum :math:`m`, sum :math:`\ell` and weighted sum of values :math:`U` per
     row. Under ``causal`` the tiles that :func:`~attention_lib.causal_tile_kinds`
     calls ``"skipped"`` are never computed, and on ``"diagonal"`` tiles the future
-    keys get :math:`-\infty`. One thread and no tricks: it is here to be read, and to
-    test the fast engine against.
+    keys (and, with a ``window``, the keys too old) get :math:`-\infty`. One thread and
+    no tricks: it is here to be read, and to test the fast engine against.
 
     Parameters
     ----------
@@ -222,11 +200,15 @@ def tiled_attention_reference(
         the last ``n_q`` positions).
     block_size : int or (int, int), default (256, 512)
         Query rows and keys per tile, ``(b_q, b_k)``; an int sets both.
+    window : int, optional
+        A sliding window (needs ``causal=True``): query ``i`` attends only to the keys
+        ``i - window < j <= i``, the mask of :func:`~attention_lib.sliding_window_mask`.
 
     Returns
     -------
     numpy.ndarray, shape (..., n_q, d_v)
-        Equal to ``scaled_dot_product_attention(q, k, v, causal=causal)[0]`` up to rounding.
+        Equal to ``scaled_dot_product_attention(q, k, v, causal=causal)[0]`` up to rounding
+        (with a window, to attention with ``mask=sliding_window_mask(n_q, n_k, window)``).
 
     Notes
     -----
@@ -240,8 +222,9 @@ def tiled_attention_reference(
         U \leftarrow e^{m - m'} U + P V_J, \quad m \leftarrow m',
 
     from :math:`m = -\infty`, :math:`\ell = 0`, :math:`U = 0`; the output rows are
-    :math:`U / \ell`. Key 0 is visible to every query, so every :math:`m` is finite
-    after the first tile.
+    :math:`U / \ell`. A row that has seen no key yet (its keys hidden by a window's
+    lower edge) keeps :math:`m = -\infty`; its exponentials are taken relative to 0
+    instead, which gives 0 for every hidden key.
 
     Examples
     --------
@@ -252,12 +235,15 @@ def tiled_attention_reference(
     >>> bool(np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0]))
     True
     """
-    q, k, v, batch, causal, (b_q, b_k), out_dtype = _tiled_inputs(q, k, v, causal, block_size)
+    q, k, v, batch, causal, (b_q, b_k), out_dtype = tiled_inputs(q, k, v, causal, block_size)
+    window = check_window(window, causal)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if causal:
         check_causal_sizes(n_q, n_k)
-        kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k)  # (T_q, T_k)
-        visible = causal_mask(n_q, n_k)  # (n_q, n_k), True = may attend
+        kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k,
+                                  window=window)  # (T_q, T_k)
+        visible = (causal_mask(n_q, n_k) if window is None
+                   else sliding_window_mask(n_q, n_k, window))  # (n_q, n_k), True = may attend
     out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
     for a, i0 in enumerate(range(0, n_q, b_q)):
         rows = slice(i0, min(i0 + b_q, n_q))
@@ -275,11 +261,12 @@ def tiled_attention_reference(
                                  f"of queries {i0}.. and keys {j0}..; expected inputs whose "
                                  "dot products fit the dtype (rescale them, or use float64)")
             if kind == "diagonal":
-                s = np.where(visible[rows, keys], s, -np.inf)  # the future keys
+                s = np.where(visible[rows, keys], s, -np.inf)  # the hidden keys
             with np.errstate(under="ignore"):  # exp of a very negative score is 0
                 m_new = np.maximum(m, s.max(axis=-1))  # (..., b_q)
-                p = np.exp(s - m_new[..., None])  # (..., b_q, b_k), each in [0, 1]
-                rescale = np.exp(m - m_new)  # (..., b_q), 0 at the first tile
+                shift = np.where(m_new == -np.inf, 0, m_new)  # no key seen yet: 0
+                p = np.exp(s - shift[..., None])  # (..., b_q, b_k), each in [0, 1]
+                rescale = np.exp(m - shift)  # (..., b_q), 0 at the first tile
                 total = rescale * total + p.sum(axis=-1)
                 acc = rescale[..., None] * acc + p @ v[..., keys, :]  # (..., b_q, d_v)
             m = m_new
@@ -290,36 +277,6 @@ def tiled_attention_reference(
 # --------------------------------------------------------------------------------------
 # One tile row: the fast path of attention
 # --------------------------------------------------------------------------------------
-
-
-@functools.cache
-def _future(rows: int, cols: int) -> np.ndarray:
-    """Boolean (rows, cols), True above the diagonal: the future keys of a diagonal tile."""
-    upper = ~np.tri(rows, cols, dtype=bool)
-    upper.flags.writeable = False
-    return upper
-
-
-@functools.cache
-def _past(rows: int, cols: int, dtype: np.dtype) -> np.ndarray:
-    """(rows, cols) of ``dtype``, 1 on and below the diagonal (the keys kept), 0 above."""
-    lower = np.tri(rows, cols, dtype=dtype)
-    lower.flags.writeable = False
-    return lower
-
-
-def _raise_overflow(s: np.ndarray, indices: Sequence[tuple[int, ...]], i0: int,
-                    start: int) -> None:
-    """Raise the same ``ValueError`` as :func:`scaled_dot_product_attention` for a bad tile.
-
-    ``s`` has shape (g, rows, keys), one tile per (batch, head) entry of ``indices``.
-    """
-    _, (entry, row, col) = first_true(~np.isfinite(s))
-    raise ValueError(
-        f"the scores q . k / sqrt(d_k) overflow {s.dtype}: the score at (..., query, key) "
-        f"index {(*indices[entry], i0 + row, start + col)} is not finite; expected inputs "
-        "whose dot products fit the dtype (rescale them, or use float64)"
-    )
 
 
 class _Heads(NamedTuple):
@@ -390,28 +347,6 @@ _RESCALE_THRESHOLD = 16.0
 _MAX_HEADS_PER_TASK = 4
 
 
-def _key_spans(rows: int, n_q: int, n_k: int, i0: int, causal: bool,
-               block_k: int) -> list[tuple[int, int, int, bool]]:
-    """The key spans query rows ``i0:i0 + rows`` meet: (first row, start, stop, on_diagonal).
-
-    Rows ``first:`` of the tile meet keys ``start:stop``. Under the causal rule
-    query i sits at position i + n_k - n_q: the keys before the first query's
-    position are visible to every row of the tile (no mask), the next ``rows``
-    keys form a lower-triangular tile, and later keys are skipped entirely. The
-    triangle is cut in two: all rows meet its first half of keys, only the second
-    half of the rows meets the second half (a quarter of the tile is never computed).
-    """
-    if not causal:
-        return [(0, j, min(j + block_k, n_k), False) for j in range(0, n_k, block_k)]
-    diagonal = i0 + (n_k - n_q)
-    spans = [(0, j, min(j + block_k, diagonal), False) for j in range(0, diagonal, block_k)]
-    half = rows // 2
-    if half:
-        spans.append((0, diagonal, diagonal + half, True))
-    spans.append((half, diagonal + half, diagonal + rows, True))
-    return spans
-
-
 def _attend_query_block(
     heads: _Heads,
     out: np.ndarray,
@@ -420,19 +355,23 @@ def _attend_query_block(
     causal: bool,
     block_k: int,
     check_overflow: bool,
+    lse: np.ndarray | None = None,
+    window: int | None = None,
 ) -> None:
     """Write rows ``i0:i1`` of the outputs of ``heads`` into ``out`` (..., n_q, d_v).
 
     Only ``g x (i1 - i0) x block_k`` scores exist at any time, ``g`` the number
-    of entries in ``heads``.
+    of entries in ``heads``. With ``lse`` (..., n_q), the rows' log-sum-exp of the
+    scores goes there too; ``window`` is a sliding window (under ``causal``).
     """
     g = len(heads.indices)
     n_q, d_k = heads.q[0].shape
     n_k, d_v1 = heads.v_aug.shape[1:]  # d_v + 1
     dtype = heads.v_aug.dtype
     rows = i1 - i0
-    spans = _key_spans(rows, n_q, n_k, i0, causal, block_k)
-    last_key = spans[-1][2]  # keys from last_key on are never visited
+    spans = _key_spans(rows, n_q, n_k, i0, causal, block_k, window)
+    first_key, last_key = spans[0][1], spans[-1][2]  # the keys visited: first_key:last_key
+    diagonal = i0 + n_k - n_q  # the position of query i0 (under the causal rule)
 
     # The reference m of each row: a score the row really has, so that the sum l
     # (the last column of acc) holds a term exp(0) = 1 and cannot underflow.
@@ -445,28 +384,35 @@ def _attend_query_block(
     # Cauchy-Schwarz: q_i . k_j <= |q_i| max|k_j|. When that bound exceeds m by
     # at most the threshold for every key the tile visits, no score can, and the
     # loop below needs no maximum at all (the usual case).
-    k_bound = heads.k_norm_max[:, : (last_key - 1) // block_k + 1].max(axis=1)  # (g,)
+    k_blocks = slice(first_key // block_k, (last_key - 1) // block_k + 1)
+    k_bound = heads.k_norm_max[:, k_blocks].max(axis=1)  # (g,)
     checked = bool((q_norm * k_bound[:, None] - m > _RESCALE_THRESHOLD).any())
     width = max(stop - start for _, start, stop, _ in spans)
     scratch = np.empty(g * rows * width, dtype=dtype)  # one (g, b_q, b_k) stack of tiles
     acc = np.empty((g, rows, d_v1), dtype=dtype)  # (g, b_q, d_v + 1): [P V | rowsum P]
     update = np.empty_like(acc)  # (g, b_q, d_v + 1)
     k_t = heads.k_aug.transpose(0, 2, 1)  # (g, d_k + 1, n_k), a view
-    for number, (first, start, stop, on_diagonal) in enumerate(spans):
+    for number, (first, start, stop, masked) in enumerate(spans):
         s = scratch[: g * (rows - first) * (stop - start)].reshape(g, rows - first, stop - start)
         np.matmul(q_aug[:, first:], k_t[:, :, start:stop], out=s)  # S - m, (g, b, b_k)
         if check_overflow and not np.isfinite(s).all():
-            _raise_overflow(s, heads.indices, i0 + first, start)
+            raise_overflow(s, heads.indices, i0 + first, start)
+        # The keys a window hides from each row of a masked span (future or too old).
+        hidden = None if not masked or window is None else band_hidden(
+            rows - first, stop - start, start - (diagonal + first), window)
         if checked:
-            if on_diagonal:
-                np.copyto(s, -np.inf, where=_future(rows - first, stop - start))
+            if masked:
+                np.copyto(s, -np.inf,
+                          where=future(rows - first, stop - start) if hidden is None else hidden)
             _raise_reference(heads, s, first, start, stop, block_k, q_norm, m, q_aug, acc,
                              number)
             np.exp(s, out=s)  # P = exp(S - m)
         else:
             np.exp(s, out=s)  # P = exp(S - m), every exponent <= the threshold
-            if on_diagonal:  # future keys: exp(score) * 0, finite times zero
-                np.multiply(s, _past(rows - first, stop - start, s.dtype), out=s)
+            if hidden is not None:  # keys out of the window: exp(score) -> 0
+                np.copyto(s, 0, where=hidden)
+            elif masked:  # future keys: exp(score) * 0, finite times zero
+                np.multiply(s, past(rows - first, stop - start, s.dtype), out=s)
         if number == 0:  # first == 0: every row, nothing accumulated yet
             np.matmul(s, heads.v_aug[:, start:stop], out=acc)  # (g, b_q, d_v + 1)
         else:
@@ -474,6 +420,8 @@ def _attend_query_block(
             np.add(acc[:, first:], update[:, first:], out=acc[:, first:])
     for j, index in enumerate(heads.indices):
         np.divide(acc[j, :, :-1], acc[j, :, -1:], out=out[index][i0:i1])
+        if lse is not None:  # log sum exp(S) = m + log l
+            lse[index][i0:i1] = m[j] + np.log(acc[j, :, -1])
 
 
 def _raise_reference(heads: _Heads, s: np.ndarray, first: int, start: int, stop: int,
@@ -502,19 +450,6 @@ def _raise_reference(heads: _Heads, s: np.ndarray, first: int, start: int, stop:
         q_aug[:, r, -1] = -m[:, r]
 
 
-def _scores_may_overflow(q: np.ndarray, k: np.ndarray) -> bool:
-    """False when no score ``q . k / sqrt(d_k)`` can overflow (so no tile needs checking).
-
-    Each score is a sum of ``d_k`` products, so ``|score| <= sqrt(d_k) max|q| max|k|``;
-    when that bound is far below the largest float (a factor 4 covers rounding),
-    every score is finite.
-    """
-    q_max = max(float(q.max()), -float(q.min()))  # max |q| without an |q| temporary
-    k_max = max(float(k.max()), -float(k.min()))
-    bound = math.sqrt(q.shape[-1]) * q_max * k_max
-    return bound >= 0.25 * float(np.finfo(q.dtype).max)
-
-
 def tiled_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -523,7 +458,9 @@ def tiled_attention(
     causal: bool = False,
     block_size: int | tuple[int, int] = (256, 512),
     workers: int | None = None,
-) -> np.ndarray:
+    window: int | None = None,
+    return_lse: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""Exact scaled dot-product attention without the ``n_q x n_k`` score matrix.
 
     Parameters
@@ -552,12 +489,29 @@ def tiled_attention(
         call, and this setting is process-wide: other threads of the process
         get single-threaded BLAS meanwhile. Pass ``workers=1`` to leave BLAS
         alone.
+    window : int, optional
+        A sliding window of ``window`` keys (needs ``causal=True``): query ``i``
+        attends only to the keys ``i - window < j <= i``, the mask of
+        :func:`~attention_lib.sliding_window_mask`. Tiles entirely outside the
+        band are never computed, so the work grows linearly with ``n`` for a
+        fixed window.
+    return_lse : bool, default False
+        Return the log-sum-exp of each row's scores too, what
+        :func:`~attention_lib.tiled_attention_backward` needs.
 
     Returns
     -------
     output : numpy.ndarray, shape (..., n_q, d_v)
         Equal to ``scaled_dot_product_attention(q, k, v, causal=causal)[0]``
-        up to rounding. The weights are not returned: they are never stored.
+        up to rounding (with a window, to that of
+        ``mask=sliding_window_mask(n_q, n_k, window)``). The weights are not
+        returned: they are never stored.
+    lse : numpy.ndarray, shape (..., n_q)
+        Only with ``return_lse``: :math:`\log \sum_j e^{s_{ij}}` over the keys
+        row ``i`` sees (natural log of the softmax's normaliser, of the scaled
+        scores :math:`s = q \cdot k / \sqrt{d_k}`), so that the weights are
+        :math:`e^{s_{ij} - \mathrm{lse}_i}`. In the dtype of the computation
+        (float32 for float16 input, as FlashAttention keeps it).
 
     Notes
     -----
@@ -591,6 +545,9 @@ def tiled_attention(
     diagonal tile the future keys get weight 0 (:math:`P` is multiplied by a
     lower-triangular 0/1 tile; in a tile where :math:`m` may be raised, their
     scores are set to :math:`-\infty` first, so that the maximum ignores them).
+    With a window the keys too far in the past are skipped as well, and the
+    tiles the band's lower edge crosses are masked like the diagonal ones.
+    The log-sum-exp is :math:`m + \log \ell` of each row.
 
     The (batch, head) entries go through their tiles in groups of up to 4,
     each step one numpy call on the stack of their tiles: fewer calls, so
@@ -610,24 +567,31 @@ def tiled_attention(
     >>> ref, _ = scaled_dot_product_attention(q, k, v, causal=True)
     >>> bool(np.allclose(out, ref, rtol=0, atol=1e-12))
     True
+    >>> out, lse = tiled_attention(q, k, v, causal=True, window=4, return_lse=True)
+    >>> lse.shape
+    (2, 10)
     """
-    q, k, v, batch, causal, (block_q, block_k), out_dtype = _tiled_inputs(
+    q, k, v, batch, causal, (block_q, block_k), out_dtype = tiled_inputs(
         q, k, v, causal, block_size)
     if workers is not None:
         workers = positive_int(workers, "workers", what="or None")
+    window = check_window(window, causal)
+    return_lse = check_flag(return_lse, "return_lse")
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
     if causal:
         check_causal_sizes(n_q, n_k)
 
     out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
+    lse = np.empty((*batch, n_q), dtype=q.dtype) if return_lse else None  # (..., n_q)
     q_all = np.broadcast_to(q, (*batch, n_q, d_k))  # views, no copies
     k_all = np.broadcast_to(k, (*batch, n_k, d_k))
     v_all = np.broadcast_to(v, (*batch, n_k, d_v))
-    check_overflow = _scores_may_overflow(q, k)
+    check_overflow = scores_may_overflow(q, k)
     starts = range(0, n_q, block_q)
     entries = list(np.ndindex(batch))
-    n_scores = len(entries) * n_q * n_k // (2 if causal else 1)
+    n_scores = (len(entries) * n_q * n_k // (2 if causal else 1) if window is None
+                else len(entries) * n_q * min(n_k, window))
     if workers is None:
         parallel = bool(numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
         workers = available_cpus() if parallel else 1
@@ -655,7 +619,8 @@ def tiled_attention(
                                                   causal, block_k)
             heads = prepared[number]
         with np.errstate(all="ignore"):
-            _attend_query_block(heads, out, i0, i1, causal, block_k, check_overflow)
+            _attend_query_block(heads, out, i0, i1, causal, block_k, check_overflow, lse,
+                                window)
         with pending_lock:
             pending[number] -= 1
             if pending[number] == 0:
@@ -664,4 +629,6 @@ def tiled_attention(
     # On a pool of `workers` threads, numpy's BLAS at one thread per tile product
     # (BLAS threads competing with the pool for the same cores slow them down).
     run_tasks(run, tasks, workers)
+    if return_lse:
+        return out.astype(out_dtype, copy=False), lse
     return out.astype(out_dtype, copy=False)

@@ -271,3 +271,43 @@ def test_decode_strategy_is_one_of_three(strategy):
     with pytest.raises(ValueError, match=r"^strategy=.*expected one of 'cache', "
                                          r"'recompute_kv', 'recompute_all'"):
         al.generation_multiplications(3, 4, 4, strategy=strategy)
+
+
+# --------------------------------------------------------------------------------------
+# latent_kv_cache_bytes: multi-head latent attention caches one latent per token
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize(("n", "layers", "d_c", "d_rope", "batch"),
+                         [(7, 3, 5, 0, 1), (1, 1, 1, 0, 1), (5, 2, 8, 3, 2)])
+def test_latent_cache_bytes_is_what_numpy_allocates(dtype, n, layers, d_c, d_rope, batch):
+    latents = np.empty((batch, layers, n, d_c), dtype=dtype)  # c = x W_DKV per token
+    rope_keys = np.empty((batch, layers, n, d_rope), dtype=dtype)  # the decoupled key
+    got = al.latent_kv_cache_bytes(n, n_layers=layers, d_latent=d_c, d_rope=d_rope,
+                                   dtype=dtype, batch=batch)
+    assert got == latents.nbytes + rope_keys.nbytes
+
+
+def test_latent_cache_against_mha_gqa_and_mqa():
+    # DeepSeek-V2: 60 layers, 128 heads of 128, latent 512 and a rotary key of 64 per token.
+    per_token = al.latent_kv_cache_bytes(1, n_layers=60, d_latent=512, d_rope=64)
+    assert per_token == 60 * (512 + 64) * 2
+    mha = al.kv_cache_bytes(1, n_layers=60, n_kv_heads=128, d_head=128)
+    assert mha == 60 * 2 * 128 * 128 * 2
+    assert mha / per_token == pytest.approx(2 * 128 / 4.5)  # the paper's 4.5 d_head per layer
+    gqa = al.kv_cache_bytes(1, n_layers=60, n_kv_heads=8, d_head=128)
+    mqa = al.kv_cache_bytes(1, n_layers=60, n_kv_heads=1, d_head=128)
+    assert mqa < per_token < gqa < mha  # MLA sits between 1 and 8 key/value heads
+
+
+@pytest.mark.parametrize(("kwargs", "error", "pattern"), [
+    ({"d_latent": 0}, ValueError, r"^d_latent=0"),
+    ({"d_latent": 4, "d_rope": -1}, ValueError, r"^d_rope=-1; expected an integer >= 0"),
+    ({"d_latent": 4, "n_layers": 1.5}, TypeError, r"^n_layers=1.5"),
+    ({"d_latent": 4, "dtype": bool}, TypeError, r"^dtype=.*expected a numeric numpy dtype"),
+])
+def test_latent_cache_bad_input(kwargs, error, pattern):
+    kwargs = {"n_layers": 2, **kwargs}
+    with pytest.raises(error, match=pattern):
+        al.latent_kv_cache_bytes(10, **kwargs)

@@ -415,13 +415,14 @@ __all__ += ["raise_if_fully_masked"]
 
 
 def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
-                          also: str = "") -> None:
+                          also: str = "", remedy: str | None = None) -> None:
     """Raise ``ValueError`` when ``empty`` (True = a row the mask leaves nothing to attend
     to) has a True entry, listing the first ten by index.
 
     ``what`` names the rows and what they lack (``"query row(s) with no key"``), ``where``
     what the index counts (``"(..., query) "``), ``also`` the end of the message (what else
-    ``fully_masked='zero'`` does, or what else to do).
+    ``fully_masked='zero'`` does, or what else to do). ``remedy`` replaces the sentence
+    about ``fully_masked`` for a function that has no such option.
 
     Examples
     --------
@@ -436,9 +437,11 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
         return
     rows = [tuple(int(i) for i in idx) for idx in np.argwhere(empty)[:10]]
     shown = ", ".join(map(str, rows)) + (" ..." if count > 10 else "")
+    if remedy is None:
+        remedy = f"Pass fully_masked='zero' to give them zero weights{also}"
     raise ValueError(
         f"mask leaves {count} {what} to attend to, at {where}index {shown}; "
-        f"their softmax is undefined. Pass fully_masked='zero' to give them zero weights{also}"
+        f"their softmax is undefined. {remedy}"
     )
 
 
@@ -449,8 +452,9 @@ def raise_if_fully_masked(empty: np.ndarray, what: str, *, where: str = "",
 __all__ += ["broadcast_shape", "head_size", "token_rows"]
 
 
-def head_size(d_model: int, num_heads: int) -> int:
-    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide.
+def head_size(d_model: int, num_heads: int, *, heads: str = "num_heads") -> int:
+    """``d_model // num_heads``, or a ``ValueError`` naming both when it does not divide
+    (``heads`` is the name the message gives the number of heads).
 
     Examples
     --------
@@ -463,8 +467,8 @@ def head_size(d_model: int, num_heads: int) -> int:
     """  # noqa: E501
     if d_model % num_heads:
         raise ValueError(
-            f"d_model={d_model} is not divisible by num_heads={num_heads}; every head "
-            f"gets d_model / num_heads features, so expected a d_model that is a "
+            f"d_model={d_model} is not divisible by {heads}={num_heads}; every head "
+            f"gets d_model / {heads} features, so expected a d_model that is a "
             f"multiple of {num_heads}"
         )
     return d_model // num_heads
@@ -499,3 +503,116 @@ def token_rows(a: Any, name: str, d_model: int) -> np.ndarray:
         raise ValueError(f"{name} has last axis {a.shape[-1]} ({describe(a)}); expected "
                          f"d_model={d_model}, i.e. shape (..., n, {d_model})")
     return a
+
+
+# --------------------------------------------------------------------------------------
+# Arrays of a known shape, key/value head groups, sliding windows
+# --------------------------------------------------------------------------------------
+
+__all__ += ["array_of_shape", "check_grouped_heads", "check_window", "kv_group_size"]
+
+
+def array_of_shape(a: Any, name: str, shape: tuple[int, ...], *, what: str = "") -> np.ndarray:
+    """``a`` as a real, finite array of exactly ``shape``, or an error naming ``name``.
+
+    ``what`` says what the shape is (``"(..., n_q), one per query"``).
+
+    Examples
+    --------
+    >>> array_of_shape(np.zeros((2, 3)), "lse", (2, 4), what="(..., n_q)")
+    Traceback (most recent call last):
+        ...
+    ValueError: lse has shape (2, 3), dtype float64; expected (..., n_q) = (2, 4)
+    """
+    arr = as_real_array(a, name)
+    if arr.shape != tuple(shape):
+        expected = f"{what} = {tuple(shape)}" if what else f"shape {tuple(shape)}"
+        raise ValueError(f"{name} has {describe(arr)}; expected {expected}")
+    return arr
+
+
+def kv_group_size(num_heads: int, num_kv_heads: int, *, heads: str = "num_heads",
+                  kv_heads: str = "num_kv_heads") -> int:
+    """How many query heads share one key/value head, or a ``ValueError`` naming both counts.
+
+    ``heads`` and ``kv_heads`` are the names the message gives the two counts.
+
+    Examples
+    --------
+    >>> kv_group_size(8, 2)
+    4
+    >>> kv_group_size(6, 4)
+    Traceback (most recent call last):
+        ...
+    ValueError: num_heads=6 is not a multiple of num_kv_heads=4; every key/value head serves the same number of query heads, so expected num_kv_heads to divide num_heads
+    """  # noqa: E501
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"{heads}={num_heads} is not a multiple of {kv_heads}={num_kv_heads}; every "
+            f"key/value head serves the same number of query heads, so expected {kv_heads} "
+            f"to divide {heads}"
+        )
+    return num_heads // num_kv_heads
+
+
+def check_window(window: Any, causal: bool) -> int | None:
+    """A sliding window: None, or a positive int under the causal rule; else an error.
+
+    Examples
+    --------
+    >>> check_window(None, False), check_window(4, True)
+    (None, 4)
+    >>> check_window(4, False)
+    Traceback (most recent call last):
+        ...
+    ValueError: window=4 with causal=False; a sliding window is a causal band (query i sees the keys j with i - window < j <= i), so expected causal=True
+    """  # noqa: E501
+    if window is None:
+        return None
+    window = positive_int(window, "window", what="the number of keys a query sees, or None")
+    if not causal:
+        raise ValueError(
+            f"window={window} with causal=False; a sliding window is a causal band (query i "
+            "sees the keys j with i - window < j <= i), so expected causal=True"
+        )
+    return window
+
+
+def check_grouped_heads(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Check grouped-query inputs: q (..., h, n_q, d_k), k (..., h_kv, n_k, d_k), v (..., h_kv,
+    n_k, d_v) with ``h`` a multiple of ``h_kv``; returns the arrays and ``g = h / h_kv``.
+
+    Examples
+    --------
+    >>> check_grouped_heads(np.ones((4, 3, 2)), np.ones((2, 5, 2)), np.ones((2, 5, 1)))[3]
+    2
+    >>> check_grouped_heads(np.ones((4, 3, 2)), np.ones((3, 5, 2)), np.ones((3, 5, 1)))
+    Traceback (most recent call last):
+        ...
+    ValueError: q has h=4 heads (shape (4, 3, 2), dtype float64) but k has h_kv=3 (shape (3, 5, 2), dtype float64); expected h to be a multiple of h_kv, each key/value head serving h / h_kv query heads
+    """  # noqa: E501
+    qa = as_real_array(q, "q", min_ndim=3)
+    ka = as_real_array(k, "k", min_ndim=3)
+    va = as_real_array(v, "v", min_ndim=3)
+    h, h_kv = qa.shape[-3], ka.shape[-3]
+    if va.shape[-3] != h_kv:
+        raise ValueError(f"k has h_kv={h_kv} heads ({describe(ka)}) but v has {va.shape[-3]} "
+                         f"({describe(va)}); expected one value head per key head")
+    if h % h_kv:
+        raise ValueError(f"q has h={h} heads ({describe(qa)}) but k has h_kv={h_kv} "
+                         f"({describe(ka)}); expected h to be a multiple of h_kv, each "
+                         "key/value head serving h / h_kv query heads")
+    if qa.shape[-1] != ka.shape[-1]:
+        raise ValueError(f"q has d_k={qa.shape[-1]} ({describe(qa)}) but k has "
+                         f"d_k={ka.shape[-1]} ({describe(ka)}); expected the same last axis, "
+                         "since scores are q . k")
+    if ka.shape[-2] != va.shape[-2]:
+        raise ValueError(f"k has n_k={ka.shape[-2]} positions ({describe(ka)}) but v has "
+                         f"{va.shape[-2]} ({describe(va)}); expected one value per key")
+    if broadcast_shape(qa.shape[:-3], ka.shape[:-3], va.shape[:-3]) is None:
+        raise ValueError(f"the leading (batch) axes before the heads do not broadcast: q "
+                         f"{qa.shape[:-3]}, k {ka.shape[:-3]}, v {va.shape[:-3]}; expected "
+                         "shapes that numpy can broadcast")
+    return qa, ka, va, h // h_kv
