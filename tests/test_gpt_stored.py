@@ -144,7 +144,8 @@ def test_the_stored_book_model_is_what_the_training_script_makes():
     expected = dict(script.SETTINGS, betas=list(script.SETTINGS["betas"]), dtype="float32")
     assert settings == expected
     assert model.log["train_characters"] == train_ids.size
-    first = 3  # within the warm-up, which does not depend on the number of steps
+    first = 5  # within the warm-up, which does not depend on the number of steps; a learning
+    # rate 10 % off changes the loss of step 3 by about 0.01, far beyond the tolerance
     _, log = al.train_gpt(config, train_ids, val_ids, **dict(script.SETTINGS, steps=first),
                           progress=False)
     np.testing.assert_allclose(log.train_loss, model.log["train_loss"][:first], rtol=0,
