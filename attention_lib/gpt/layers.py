@@ -66,16 +66,39 @@ def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray) -> tuple[np.nd
 
 
 def gelu_forward(h: np.ndarray) -> tuple[np.ndarray, tuple]:
-    """GELU, tanh approximation (GPT-2), saving the input and the tanh."""
-    t = np.tanh(_GELU_C * (h + 0.044715 * (h * h * h)))  # not h**3: float32 powf is slow
-    return 0.5 * h * (1.0 + t), (h, t)
+    """GELU, tanh approximation (GPT-2), saving the input and the tanh.
+
+    Computed in place on two work arrays: a fresh temporary per operation costs more than
+    the arithmetic on arrays this large.
+    """
+    inner = h * h  # h^2, then h + 0.044715 h^3 scaled: the argument of tanh
+    inner *= h
+    inner *= 0.044715
+    inner += h
+    inner *= _GELU_C
+    t = np.tanh(inner, out=inner)
+    out = t + 1.0
+    out *= h
+    out *= 0.5
+    return out, (h, t)
 
 
 def gelu_backward(dy: np.ndarray, saved: tuple) -> np.ndarray:
     r""":math:`g'(h) = \tfrac12(1 + t) + \tfrac12 h (1 - t^2)\,c\,(1 + 3 \cdot 0.044715 h^2)`."""
     h, t = saved
-    slope = 0.5 * (1.0 + t) + 0.5 * h * (1.0 - t * t) * _GELU_C * (1.0 + 3 * 0.044715 * h * h)
-    return dy * slope
+    slope = t * t
+    np.subtract(1.0, slope, out=slope)  # 1 - t^2
+    slope *= h
+    slope *= 0.5 * _GELU_C
+    work = h * h
+    work *= 3 * 0.044715
+    work += 1.0
+    slope *= work
+    np.multiply(t, 0.5, out=work)
+    slope += work
+    slope += 0.5
+    slope *= dy
+    return slope
 
 
 def feed_forward_forward(x: np.ndarray, p: dict[str, np.ndarray],
