@@ -208,6 +208,37 @@ def test_live_controls_work_without_a_kernel(browser, base_url, html_root):
         v.page.close()
 
 
+BLOB_SRC = re.compile(r'<script type="application/octet-stream" class="lc-blob"[^>]*'
+                      r'data-src="([^"]+)"></script>')
+
+
+def test_the_generator_fetches_its_weights_only_when_started(browser, base_url, html_root):
+    """The text generator's weights are a file of their own, not part of the page: the page
+    loads without them, and pressing Generate fetches them and writes text."""
+    pages = [p for p in toc_pages() if 'class="lc-root lc-generator"'
+             in (html_root / f"{p}.html").read_text()]
+    assert pages, "no page carries the text generator"
+    for name in pages:
+        text = (html_root / f"{name}.html").read_text()
+        srcs = BLOB_SRC.findall(text)
+        assert srcs and len(text) < 400_000, f"{name}: weights inline ({len(text)} bytes)"
+        blob = (html_root / name).parent / srcs[0]
+        assert blob.is_file() and blob.stat().st_size > 1_000_000
+        v = PageVisit(browser, f"{base_url}/{name}.html")
+        assert not [r for r in v.requests if r.endswith(".bin")], "weights fetched on load"
+        root = v.page.locator(".lc-generator").first
+        root.scroll_into_view_if_needed()
+        root.locator(".lc-generate").focus()
+        v.page.keyboard.press("Enter")
+        v.page.wait_for_function("(r) => r.querySelector('.lc-status').textContent"
+                                 ".startsWith('Generated')", arg=root.element_handle(),
+                                 timeout=120_000)
+        assert [r for r in v.requests if r.endswith(".bin")], "the weights were not fetched"
+        assert root.locator(".lc-ch:not(.lc-prompt)").count() > 0
+        assert not v.console_errors and not v.failed, (v.console_errors, v.failed)
+        v.page.close()
+
+
 # --- On a phone: a 390 px wide viewport on a 2x screen --------------------------------------
 
 PHONE = {"width": 390, "height": 844}
