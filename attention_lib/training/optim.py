@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
