@@ -15,8 +15,10 @@ the token that followed it". Two heads in two layers implement that rule:
 One layer cannot do it: a head's keys then hold only their own token (rotary positions
 add nothing to the residual stream), so no query can ask for "the position whose
 *previous* token is mine". And since the distance between the copies changes from
-sequence to sequence, no head can reach the answer by position alone; the best a
-single layer can do is to spread its bets over the tokens at the possible distances.
+sequence to sequence (8 to 16), as does their place, no head can reach the answer by
+position alone. What one layer can still do is spread its bets: over the tokens seen
+so far, or over the nine at the possible distances (at best about :math:`\log 9`
+nats, against :math:`\log 64` for a guess).
 
 :func:`train_induction_model` trains the model (:func:`~attention_lib.gpt.train.
 train_gpt_on_batches`); :func:`induction_scores` measures the heads and the losses on
@@ -31,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import one_blas_thread
 from .._validation import check_flag, positive_int
 from ..gpt.config import GPTConfig, check_head_mask, check_params
 from ..gpt.model import _forward
@@ -210,12 +213,13 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
 
 def head_ablation_losses(params: dict[str, np.ndarray], config: GPTConfig, *,
                          data: InductionData | None = None, n_sequences: int = 512,
-                         seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                         seed: int = 0, min_period: int = MIN_PERIOD,
+                         max_period: int = MAX_PERIOD) -> tuple[np.ndarray, np.ndarray]:
     """The first- and second-copy losses with one head removed, for every head.
 
     Parameters
     ----------
-    params, config, data, n_sequences, seed
+    params, config, data, n_sequences, seed, min_period, max_period
         As in :func:`induction_scores` (every head is measured on the same sequences).
 
     Returns
@@ -233,7 +237,7 @@ def head_ablation_losses(params: dict[str, np.ndarray], config: GPTConfig, *,
     (1, 2)
     """
     check_params(params, config)
-    data = _held_out(config, data, n_sequences, seed, MIN_PERIOD, MAX_PERIOD)
+    data = _held_out(config, data, n_sequences, seed, min_period, max_period)
     first = np.zeros((config.n_layers, config.n_heads))
     second = np.zeros_like(first)
     for layer in range(config.n_layers):
@@ -326,7 +330,13 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
     (:func:`~attention_lib.gpt.train.train_gpt_on_batches`). The two-layer model sits on
     a plateau near :math:`\log 64` for a few hundred steps, then its loss on the second
     copy falls within about a hundred steps: a previous-token head has formed in layer 1
-    and an induction head in layer 2.
+    and an induction head in layer 2. Measured for seeds 0 to 5 (512 held-out
+    sequences): the loss on the second copy falls below :math:`\tfrac12 \log 64` at
+    step 450 to 500 and ends at 0.51 to 0.58 nats, against 4.27 to 4.31 on the first
+    copy; the best previous-token head of layer 1 scores 0.66 to 0.70, both heads of
+    layer 2 are induction heads (0.89 to 0.91). One layer (seeds 0 to 3) ends at 3.25 to
+    3.27 on the second copy. A run takes about 25 s of one core (float64; the BLAS is
+    held to one thread meanwhile, since products this small only lose time to more).
 
     Training amplifies rounding differences. Measured with OpenBLAS's AVX-512, AVX2 and
     AVX kernels (``OPENBLAS_CORETYPE``) and numpy's AVX-512 loops on and off: in float64
@@ -357,10 +367,11 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
         measured.append(induction_scores(params, config, data=held_out))
         return measured[-1].second_half_loss
 
-    params, gpt_log = train_gpt_on_batches(
-        config, sample, steps=steps, evaluate=evaluate, lr=LR, min_lr=MIN_LR, warmup=WARMUP,
-        eval_every=EVAL_EVERY, seed=seed, init_std=INIT_STD, dtype=dtype,
-        progress=progress)
+    with one_blas_thread():  # products this small only lose time to more BLAS threads
+        params, gpt_log = train_gpt_on_batches(
+            config, sample, steps=steps, evaluate=evaluate, lr=LR, min_lr=MIN_LR,
+            warmup=WARMUP, eval_every=EVAL_EVERY, seed=seed, init_std=INIT_STD, dtype=dtype,
+            progress=progress)
     if not return_log:
         return params, config
     settings = dict(gpt_log.settings, batch_size=BATCH_SIZE, length=LENGTH,
