@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_flag, describe, exact_keys, index_array, positive_int
+from .._validation import (
+    _asarray,
+    as_real_array,
+    check_flag,
+    describe,
+    exact_keys,
+    index_array,
+    positive_int,
+)
 
 __all__ = ["GPTConfig", "gpt_parameter_shapes"]
 
@@ -192,3 +200,21 @@ def check_tokens(tokens: Any, config: GPTConfig, name: str = "tokens") -> np.nda
         raise ValueError(f"{name} has T={t.shape[1]} positions ({describe(t)}); the model's "
                          f"context is {config.context}; expected T <= {config.context}")
     return t
+
+
+def check_head_mask(head_mask: Any, config: GPTConfig, dtype: np.dtype) -> np.ndarray | None:
+    """``head_mask`` as a ``dtype`` array (n_layers, n_heads) of finite scales, or None.
+
+    True/1 keeps a head's output, False/0 removes it; booleans and real numbers are
+    accepted. Raises ``TypeError``/``ValueError`` naming ``head_mask``.
+    """
+    if head_mask is None:
+        return None
+    m = _asarray(head_mask, "head_mask")
+    if m.dtype != np.bool_:
+        m = as_real_array(m, "head_mask")
+    expected = (config.n_layers, config.n_heads)
+    if m.shape != expected:
+        raise ValueError(f"head_mask has {describe(m)}; expected shape (n_layers, n_heads) = "
+                         f"{expected}, one entry per head (1 keeps it, 0 removes its output)")
+    return m.astype(dtype)

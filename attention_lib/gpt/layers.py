@@ -119,16 +119,20 @@ def feed_forward_backward(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray]
 
 
 def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, n_heads: int,
-                      rope: bool) -> tuple[np.ndarray, np.ndarray, tuple]:
+                      rope: bool, head_scale: np.ndarray | None = None,
+                      ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """Causal multi-head self-attention over (B, T, d): ``(output, weights, saved)``.
 
-    ``weights`` has shape (B, h, T, T).
+    ``weights`` has shape (B, h, T, T). ``head_scale`` (h,), when given, multiplies each
+    head's output before the output projection (0 removes the head; forward only).
     """
     q, k, v = (split_heads(x @ p[prefix + f"w_{m}"] + p[prefix + f"b_{m}"], n_heads)
                for m in "qkv")  # (B, h, T, d_head) each
     if rope:
         q, k = apply_rotary(q), apply_rotary(k)  # positions 0 .. T-1 along axis -2
     heads, weights = scaled_dot_product_attention(q, k, v, causal=True)  # (B, h, T, d_head)
+    if head_scale is not None:
+        heads = heads * head_scale[:, None, None]  # (h, 1, 1) against (B, h, T, d_head)
     merged = merge_heads(heads)  # (B, T, d)
     out = merged @ p[prefix + "w_o"] + p[prefix + "b_o"]
     return out, weights, (x, q, k, v, merged)

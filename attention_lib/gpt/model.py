@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 
 from .._validation import positive_int
-from .config import GPTConfig, check_params, check_tokens, gpt_parameter_shapes
+from .config import (
+    GPTConfig,
+    check_head_mask,
+    check_params,
+    check_tokens,
+    gpt_parameter_shapes,
+)
 from .layers import (
     attention_backward_layer,
     attention_forward,
@@ -83,8 +89,12 @@ def init_gpt(config: GPTConfig, seed: int = 0, *, dtype: Any = np.float32,
 
 
 def _forward(params: dict[str, np.ndarray], config: GPTConfig, tokens: np.ndarray,
-             *, keep: bool) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
-    """Logits (B, T, V), the weights of every layer, and what the backward pass needs."""
+             *, keep: bool, head_mask: np.ndarray | None = None,
+             ) -> tuple[np.ndarray, list[np.ndarray], list[Any]]:
+    """Logits (B, T, V), the weights of every layer, and what the backward pass needs.
+
+    ``head_mask`` (L, h), checked, scales each head's output (forward only).
+    """
     T = tokens.shape[1]
     rope = config.positions == "rope"
     x = params["wte"][tokens]  # (B, T, d)
@@ -94,7 +104,8 @@ def _forward(params: dict[str, np.ndarray], config: GPTConfig, tokens: np.ndarra
     for layer in range(config.n_layers):
         p = f"blocks.{layer}."
         a, ln1 = layer_norm_forward(x, params[p + "ln1.gamma"], params[p + "ln1.beta"])
-        y, w, attn = attention_forward(a, params, p + "attn.", config.n_heads, rope)
+        y, w, attn = attention_forward(a, params, p + "attn.", config.n_heads, rope,
+                                       None if head_mask is None else head_mask[layer])
         x = x + y
         weights.append(w)  # (B, h, T, T)
         layer_saved: dict[str, Any] = {"ln1": ln1, "attn": attn}
@@ -113,7 +124,8 @@ def _forward(params: dict[str, np.ndarray], config: GPTConfig, tokens: np.ndarra
     return logits, weights, saved
 
 
-def gpt_logits(params: dict[str, np.ndarray], config: GPTConfig, tokens: Any) -> np.ndarray:
+def gpt_logits(params: dict[str, np.ndarray], config: GPTConfig, tokens: Any, *,
+               head_mask: Any = None) -> np.ndarray:
     r"""The next-token logits at every position.
 
     Parameters
@@ -123,6 +135,10 @@ def gpt_logits(params: dict[str, np.ndarray], config: GPTConfig, tokens: Any) ->
     config : GPTConfig
     tokens : array_like of int, shape (B, T)
         Token ids in ``0 .. vocab_size - 1``, ``T <= context``.
+    head_mask : array_like of bool or float, shape (n_layers, n_heads), optional
+        Multiplies each head's output before the layer's output projection: 1 (True)
+        keeps the head, 0 (False) removes it (an ablation). By default every head
+        counts, and the logits are the very numbers computed without a mask.
 
     Returns
     -------
@@ -133,22 +149,28 @@ def gpt_logits(params: dict[str, np.ndarray], config: GPTConfig, tokens: Any) ->
     Examples
     --------
     >>> config = GPTConfig(10, 8, 4, 1, 2)
-    >>> gpt_logits(init_gpt(config), config, [[1, 2, 3]]).shape
+    >>> params = init_gpt(config)
+    >>> gpt_logits(params, config, [[1, 2, 3]]).shape
     (1, 3, 10)
+    >>> ablated = gpt_logits(params, config, [[1, 2, 3]], head_mask=[[True, False]])
+    >>> bool(np.array_equal(ablated, gpt_logits(params, config, [[1, 2, 3]])))
+    False
     """
-    check_params(params, config)
+    dtype = check_params(params, config)
     tokens = check_tokens(tokens, config)
-    return _forward(params, config, tokens, keep=False)[0]
+    mask = check_head_mask(head_mask, config, dtype)
+    return _forward(params, config, tokens, keep=False, head_mask=mask)[0]
 
 
 def gpt_attention_weights(params: dict[str, np.ndarray], config: GPTConfig,
-                          tokens: Any) -> np.ndarray:
+                          tokens: Any, *, head_mask: Any = None) -> np.ndarray:
     """Every head's attention weights, layer by layer.
 
     Parameters
     ----------
-    params, config, tokens
-        As in :func:`gpt_logits`.
+    params, config, tokens, head_mask
+        As in :func:`gpt_logits`. A removed head still has weights (the mask scales its
+        output), but the later layers' weights change with what it no longer writes.
 
     Returns
     -------
@@ -163,9 +185,10 @@ def gpt_attention_weights(params: dict[str, np.ndarray], config: GPTConfig,
     >>> w.shape, float(w[0, 0, 0, 0, 0])
     ((2, 1, 2, 3, 3), 1.0)
     """
-    check_params(params, config)
+    dtype = check_params(params, config)
     tokens = check_tokens(tokens, config)
-    return np.stack(_forward(params, config, tokens, keep=False)[1])
+    mask = check_head_mask(head_mask, config, dtype)
+    return np.stack(_forward(params, config, tokens, keep=False, head_mask=mask)[1])
 
 
 def cross_entropy(logits: np.ndarray, targets: np.ndarray) -> tuple[float, np.ndarray]:

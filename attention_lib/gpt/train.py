@@ -1,7 +1,8 @@
-r"""Training a GPT on a token stream: batches, AdamW with warm-up and cosine decay, clipping.
+r"""Training a GPT: batches, AdamW with warm-up and cosine decay, clipping.
 
-One step draws ``batch_size`` windows of ``context + 1`` tokens at random positions of the
-training stream, computes the mean next-token loss and its gradients
+One step of :func:`train_gpt` draws ``batch_size`` windows of ``context + 1`` tokens at
+random positions of the training stream (:func:`train_gpt_on_batches` asks a function of
+the caller for the step's batch instead), computes the mean next-token loss and its gradients
 (:func:`~attention_lib.gpt_loss_and_grads`), clips the gradients to a global norm, and
 moves every parameter by AdamW at the step's learning rate:
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,8 @@ from ..training.optim import Adam, clip_by_global_norm
 from .config import GPTConfig, check_params
 from .model import _forward, cross_entropy, gpt_loss_and_grads, init_gpt
 
-__all__ = ["GPTTrainingLog", "learning_rate", "lm_windows", "sequence_loss", "train_gpt"]
+__all__ = ["GPTTrainingLog", "learning_rate", "lm_windows", "sequence_loss", "train_gpt",
+           "train_gpt_on_batches"]
 
 
 def learning_rate(step: int, *, lr: float, warmup: int, steps: int,
@@ -129,6 +132,63 @@ class GPTTrainingLog:
                 "seconds": round(self.seconds, 1)}
 
 
+def _check_schedule(steps: int, lr: float, min_lr: float, warmup: int, weight_decay: float,
+                    clip: float, betas: tuple[float, float], eval_every: int, seed: int,
+                    progress: bool) -> dict[str, Any]:
+    """The optimiser's settings checked, by name, in the order :func:`train_gpt` records them."""
+    steps = positive_int(steps, "steps")
+    warmup = positive_int(warmup, "warmup", minimum=0)
+    eval_every = positive_int(eval_every, "eval_every")
+    seed = positive_int(seed, "seed", minimum=0)
+    lr = real_number(lr, "lr", minimum=0.0, strict_minimum=True)
+    min_lr = real_number(min_lr, "min_lr", minimum=0.0, maximum=lr)
+    weight_decay = real_number(weight_decay, "weight_decay", minimum=0.0)
+    clip = real_number(clip, "clip", minimum=0.0, strict_minimum=True)
+    beta1, beta2 = (real_number(b, "betas", minimum=0.0, maximum=1.0) for b in betas)
+    progress = check_flag(progress, "progress")
+    return {"steps": steps, "lr": lr, "min_lr": min_lr, "warmup": warmup,
+            "weight_decay": weight_decay, "clip": clip, "betas": [beta1, beta2],
+            "eval_every": eval_every, "seed": seed, "progress": progress}
+
+
+def _train_loop(config: GPTConfig, params: dict[str, np.ndarray],
+                sample: Callable[[np.random.Generator], tuple[Any, Any]],
+                evaluate: Callable[[dict[str, np.ndarray]], float] | None,
+                log: GPTTrainingLog, *,
+                steps: int, lr: float, min_lr: float, warmup: int, weight_decay: float,
+                clip: float, betas: list[float], eval_every: int, seed: int,
+                progress: bool) -> dict[str, np.ndarray]:
+    """The loop both trainers share: a batch, the loss and gradients, clipping, AdamW."""
+    batch_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    opt = Adam(params, lr=lr, betas=(betas[0], betas[1]), weight_decay=weight_decay,
+               decay=[k for k, a in params.items() if a.ndim >= 2])  # matrices, not biases
+
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=steps, desc="training", unit="step")
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        x, y = sample(batch_rng)
+        loss, grads = gpt_loss_and_grads(params, config, x, y)
+        log.train_loss.append(loss)
+        grads, _ = clip_by_global_norm(grads, clip)
+        opt.lr = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)
+        opt.step(grads)
+        if evaluate is not None and (step % eval_every == 0 or step == steps):
+            log.eval_steps.append(step)
+            log.val_loss.append(evaluate(params))
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}",
+                            val=f"{log.val_loss[-1]:.3f}" if log.val_loss else "-")
+    if bar is not None:
+        bar.close()
+    log.seconds = time.perf_counter() - start
+    return params
+
+
 def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: int,
               batch_size: int = 32, lr: float = 3e-3, min_lr: float = 3e-4, warmup: int = 100,
               weight_decay: float = 0.1, clip: float = 1.0, betas: tuple[float, float] = (0.9,
@@ -170,18 +230,10 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
     params : dict of str to numpy.ndarray
     log : GPTTrainingLog
     """
-    steps = positive_int(steps, "steps")
     batch_size = positive_int(batch_size, "batch_size")
-    warmup = positive_int(warmup, "warmup", minimum=0)
-    eval_every = positive_int(eval_every, "eval_every")
     eval_windows = positive_int(eval_windows, "eval_windows")
-    seed = positive_int(seed, "seed", minimum=0)
-    lr = real_number(lr, "lr", minimum=0.0, strict_minimum=True)
-    min_lr = real_number(min_lr, "min_lr", minimum=0.0, maximum=lr)
-    weight_decay = real_number(weight_decay, "weight_decay", minimum=0.0)
-    clip = real_number(clip, "clip", minimum=0.0, strict_minimum=True)
-    beta1, beta2 = (real_number(b, "betas", minimum=0.0, maximum=1.0) for b in betas)
-    progress = check_flag(progress, "progress")
+    run = _check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
+                          seed, progress)
     streams = []
     for name, tokens in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
         t = index_array(tokens, config.vocab_size, name, ndim=1)  # (N,), ids checked
@@ -190,42 +242,99 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
                              f"context + 1 = {config.context + 1}")
         streams.append(t)
     train_stream, val_stream = streams
-    settings = {"config": dict(vars(config)), "steps": steps, "batch_size": batch_size,
-                "lr": lr, "min_lr": min_lr, "warmup": warmup, "weight_decay": weight_decay,
-                "clip": clip, "betas": [beta1, beta2], "eval_every": eval_every,
-                "eval_windows": eval_windows, "seed": seed, "dtype": np.dtype(dtype).name}
+    settings = {"config": dict(vars(config)), "steps": run["steps"], "batch_size": batch_size,
+                "lr": run["lr"], "min_lr": run["min_lr"], "warmup": run["warmup"],
+                "weight_decay": run["weight_decay"], "clip": run["clip"],
+                "betas": run["betas"], "eval_every": run["eval_every"],
+                "eval_windows": eval_windows, "seed": run["seed"],
+                "dtype": np.dtype(dtype).name}
     log = GPTTrainingLog(settings)
 
-    params = init_gpt(config, seed=seed, dtype=dtype)
-    batch_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    params = init_gpt(config, seed=run["seed"], dtype=dtype)
     val_starts = np.linspace(0, val_stream.size - config.context - 2, eval_windows).astype(int)
     val_x, val_y = lm_windows(val_stream, val_starts, config.context)
-    opt = Adam(params, lr=lr, betas=(beta1, beta2), weight_decay=weight_decay,
-               decay=[k for k, a in params.items() if a.ndim >= 2])  # matrices, not biases
 
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    def sample(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        starts = rng.integers(0, train_stream.size - config.context - 1, size=batch_size)
+        return lm_windows(train_stream, starts, config.context)
 
-        bar = tqdm(total=steps, desc="training", unit="step")
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
-        starts = batch_rng.integers(0, train_stream.size - config.context - 1, size=batch_size)
-        x, y = lm_windows(train_stream, starts, config.context)
-        loss, grads = gpt_loss_and_grads(params, config, x, y)
-        log.train_loss.append(loss)
-        grads, _ = clip_by_global_norm(grads, clip)
-        opt.lr = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)
-        opt.step(grads)
-        if step % eval_every == 0 or step == steps:
-            val, _ = cross_entropy(_forward(params, config, val_x, keep=False)[0], val_y)
-            log.eval_steps.append(step)
-            log.val_loss.append(val)
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}",
-                            val=f"{log.val_loss[-1]:.3f}" if log.val_loss else "-")
-    if bar is not None:
-        bar.close()
-    log.seconds = time.perf_counter() - start
-    return params, log
+    def evaluate(p: dict[str, np.ndarray]) -> float:
+        return cross_entropy(_forward(p, config, val_x, keep=False)[0], val_y)[0]
+
+    return _train_loop(config, params, sample, evaluate, log, **run), log
+
+
+def train_gpt_on_batches(
+    config: GPTConfig,
+    sample_batch: Callable[[np.random.Generator], tuple[Any, Any]],
+    *,
+    steps: int,
+    evaluate: Callable[[dict[str, np.ndarray]], float] | None = None,
+    lr: float = 3e-3,
+    min_lr: float = 3e-4,
+    warmup: int = 100,
+    weight_decay: float = 0.1,
+    clip: float = 1.0,
+    betas: tuple[float, float] = (0.9, 0.99),
+    eval_every: int = 250,
+    seed: int = 0,
+    init_std: float = 0.02,
+    dtype: Any = np.float32,
+    progress: bool = True,
+) -> tuple[dict[str, np.ndarray], GPTTrainingLog]:
+    """Train a fresh GPT from ``seed`` on batches drawn by ``sample_batch``.
+
+    The loop of :func:`train_gpt` (same schedule, clipping and AdamW), for data that is
+    not a token stream: each step calls ``sample_batch(rng)`` for its inputs and targets.
+
+    Parameters
+    ----------
+    config : GPTConfig
+    sample_batch : callable ``(rng) -> (tokens, targets)``
+        Draws one minibatch, two int arrays (B, T) with ``T <= context`` (the targets
+        usually the tokens shifted by one), from ``rng``, the loop's generator (seeded by
+        ``seed``); the same draws then give the same run.
+    steps : int
+    evaluate : callable ``(params) -> float``, optional
+        Called every ``eval_every`` steps and after the last; its values are recorded as
+        the log's ``val_loss`` (the parameters it gets must not be changed). Without it
+        nothing is evaluated.
+    lr, min_lr, warmup, weight_decay, clip, betas, eval_every, dtype, progress
+        As in :func:`train_gpt`.
+    seed : int
+        Seeds the initial weights and the generator given to ``sample_batch``.
+    init_std : float, default 0.02
+        Standard deviation of the initial weights (``init_gpt(config, seed, std=...)``).
+
+    Returns
+    -------
+    params : dict of str to numpy.ndarray
+    log : GPTTrainingLog
+
+    Examples
+    --------
+    >>> config = GPTConfig(vocab_size=5, context=4, d_model=8, n_layers=1, n_heads=2)
+    >>> def batch(rng):  # every sequence counts up by one: 2, 3, 4, 0, ...
+    ...     rows = (rng.integers(0, 5, size=(8, 1)) + np.arange(5)) % 5  # (B, context + 1)
+    ...     return rows[:, :-1], rows[:, 1:]
+    >>> params, log = train_gpt_on_batches(config, batch, steps=60, lr=3e-2, warmup=5,
+    ...                                    progress=False)
+    >>> round(log.train_loss[0], 1), log.train_loss[-1] < 0.5   # from log(5) to little
+    (1.6, True)
+    """
+    if not callable(sample_batch):
+        raise TypeError(f"sample_batch is {type(sample_batch).__name__}; expected a function "
+                        "(rng) -> (tokens, targets)")
+    if evaluate is not None and not callable(evaluate):
+        raise TypeError(f"evaluate is {type(evaluate).__name__}; expected a function "
+                        "(params) -> float, or None")
+    run = _check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
+                          seed, progress)
+    init_std = real_number(init_std, "init_std", minimum=0.0, strict_minimum=True)
+    settings = {"config": dict(vars(config)), **{k: v for k, v in run.items()
+                                                  if k != "progress"},
+                "init_std": init_std, "dtype": np.dtype(dtype).name}
+    log = GPTTrainingLog(settings)
+    params = init_gpt(config, seed=run["seed"], dtype=dtype, std=init_std)
+
+    return _train_loop(config, params, sample_batch, evaluate, log, **run), log

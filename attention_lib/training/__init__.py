@@ -7,13 +7,16 @@ float64 and seeded, so a run is reproducible.
 
 Modules
 -------
-``data``        the tasks' batches (:class:`RetrievalData`, :class:`ShiftData`)
+``data``        the tasks' batches (:class:`RetrievalData`, :class:`ShiftData`,
+                :class:`InductionData`)
 ``head``        the attention head's forward and backward pass, the cross-entropy
 ``optim``       :class:`Adam` (AdamW with ``weight_decay``), :func:`clip_by_global_norm`
 ``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
 ``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
 ``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
 ``model_file``  the trained soft dictionary as JSON: export, load, check
+``induction``   a two-layer attention-only GPT forms an induction head:
+                :func:`train_induction_model`, :func:`induction_scores`, ...
 
 Adding a task
 -------------
@@ -49,8 +52,23 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 # Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
-from . import data, head, loop, model_file, optim, retrieval, shift
-from .data import RetrievalData, ShiftData, make_retrieval_data, make_shift_data  # noqa: F401
+from . import data, head, induction, loop, model_file, optim, retrieval, shift
+from .data import (  # noqa: F401
+    InductionData,
+    RetrievalData,
+    ShiftData,
+    make_induction_data,
+    make_retrieval_data,
+    make_shift_data,
+)
+from .induction import (  # noqa: F401
+    InductionLog,
+    InductionScores,
+    head_ablation_losses,
+    induction_config,
+    induction_scores,
+    train_induction_model,
+)
 from .loop import Task, TrainingResult, init_params, train  # noqa: F401
 from .model_file import (  # noqa: F401
     EXPORT_FORMAT,
@@ -68,5 +86,5 @@ from .retrieval import (  # noqa: F401
 )
 from .shift import shift_forward, shift_loss_and_grads, shift_task, train_shift  # noqa: F401
 
-__all__ = sorted(data.__all__ + head.__all__ + loop.__all__ + model_file.__all__
-                 + optim.__all__ + retrieval.__all__ + shift.__all__)
+__all__ = sorted(data.__all__ + head.__all__ + induction.__all__ + loop.__all__
+                 + model_file.__all__ + optim.__all__ + retrieval.__all__ + shift.__all__)

@@ -1,4 +1,4 @@
-"""The tasks' data: soft-dictionary sequences and shift-task token sequences.
+"""The tasks' data: soft-dictionary sequences, shift-task and induction token sequences.
 
 A batch class holds int64 arrays with the sequences on the first axis and offers
 the three things the training loop asks of a data set: ``len(data)``,
@@ -15,7 +15,8 @@ from numpy.typing import ArrayLike
 
 from .._validation import positive_int, positive_ints, random_generator
 
-__all__ = ["RetrievalData", "ShiftData", "make_retrieval_data", "make_shift_data"]
+__all__ = ["InductionData", "RetrievalData", "ShiftData", "make_induction_data",
+           "make_retrieval_data", "make_shift_data"]
 
 
 def _retrieval_sizes(n_pairs: int, n_keys: int, n_values: int) -> tuple[int, int, int]:
@@ -179,6 +180,111 @@ def make_shift_data(
     rng = random_generator(rng)
     tokens = rng.integers(0, n_tokens, size=(n_sequences, length)).astype(np.int64)
     return ShiftData(tokens, shift)
+
+
+def _induction_sizes(length: int, vocab_size: int, min_period: int,
+                     max_period: int) -> tuple[int, int, int, int]:
+    """The induction task's sizes checked: ``2 <= min_period <= max_period <= length / 2``."""
+    length, vocab_size = positive_ints(length=length, vocab_size=vocab_size)
+    min_period = positive_int(min_period, "min_period", minimum=2,
+                              what="a copy of one token predicts nothing")
+    max_period = positive_int(max_period, "max_period", minimum=min_period,
+                              what="at least min_period")
+    if 2 * max_period > length:
+        raise ValueError(f"max_period={max_period} but length={length}; expected "
+                         "2 * max_period <= length, so that both copies fit")
+    return length, vocab_size, min_period, max_period
+
+
+@dataclass(frozen=True)
+class InductionData:
+    """A batch of induction sequences: random tokens with one segment written twice (int64).
+
+    Attributes
+    ----------
+    tokens : numpy.ndarray, shape (B, n)
+    start : numpy.ndarray, shape (B,)
+        Where the first copy of the segment begins.
+    period : numpy.ndarray, shape (B,)
+        The segment's length ``L``, which is also the distance between its copies:
+        ``tokens[b, start + L + i] == tokens[b, start + i]`` for ``0 <= i < L``.
+    """
+
+    tokens: np.ndarray
+    start: np.ndarray
+    period: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.tokens.shape[0])
+
+    def subset(self, index: ArrayLike) -> InductionData:
+        """The sequences at ``index``."""
+        return InductionData(self.tokens[index], self.start[index], self.period[index])
+
+    def rows(self) -> np.ndarray:
+        """One row per sequence, (B, n): its tokens."""
+        return self.tokens
+
+
+def make_induction_data(
+    n_sequences: int, *, length: int = 33, vocab_size: int = 64, min_period: int = 8,
+    max_period: int = 16, rng: np.random.Generator,
+) -> InductionData:
+    r"""Draw random token sequences in which a random segment appears twice, back to back.
+
+    Parameters
+    ----------
+    n_sequences : int
+    length : int, default 33
+        Tokens per sequence.
+    vocab_size : int, default 64
+    min_period, max_period : int, default 8 and 16
+        The segment's length ``L`` is drawn uniformly from ``min_period .. max_period``
+        (``2 <= min_period``, ``2 * max_period <= length``).
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    InductionData
+        ``tokens`` of shape (n_sequences, length), ``start`` and ``period`` of shape
+        (n_sequences,).
+
+    Notes
+    -----
+    Every token is uniform over the vocabulary, drawn independently, except the second
+    copy: with the segment's length :math:`L` and start :math:`s` (uniform over
+    :math:`0 \dots n - 2L`, so random tokens come before and after the copies)
+
+    .. math::
+
+        x_{s + L + i} = x_{s + i}, \qquad 0 \le i < L .
+
+    Both :math:`L` and :math:`s` change from sequence to sequence, so neither the
+    distance between the copies nor their place is fixed: a head that attends by
+    position alone cannot find the earlier copy.
+
+    Examples
+    --------
+    >>> data = make_induction_data(2, length=12, vocab_size=9, min_period=3, max_period=5,
+    ...                            rng=np.random.default_rng(0))
+    >>> data.tokens.shape, data.period.tolist(), data.start.tolist()
+    ((2, 12), [4, 5], [2, 0])
+    >>> data.tokens[0].tolist()        # L = 4 tokens from position 2, then again
+    [7, 5, 4, 2, 2, 0, 4, 2, 2, 0, 5, 8]
+    """
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    length, vocab_size, min_period, max_period = _induction_sizes(length, vocab_size,
+                                                                  min_period, max_period)
+    rng = random_generator(rng)
+    tokens = rng.integers(0, vocab_size, size=(n_sequences, length)).astype(np.int64)
+    period = rng.integers(min_period, max_period + 1, size=n_sequences).astype(np.int64)
+    start = rng.integers(0, length - 2 * period + 1).astype(np.int64)  # (B,), inclusive
+    cols = np.arange(length)  # (n,)
+    second = (cols >= (start + period)[:, None]) & (cols < (start + 2 * period)[:, None])
+    rows = np.arange(n_sequences)[:, None]  # (B, 1)
+    earlier = np.clip(cols - period[:, None], 0, None)  # (B, n): the position L back
+    tokens[second] = tokens[np.broadcast_to(rows, second.shape), earlier][second]
+    return InductionData(tokens, start, period)
 
 
 def unseen(test_rows: np.ndarray, train_rows: np.ndarray) -> np.ndarray:
