@@ -99,33 +99,3 @@ def test_value_norms_are_what_each_head_moves():
     # weighted sum of the sizes.
     w = al.gpt_attention_weights(params, CONFIG, tokens)
     assert (np.einsum("lbhts,lbhs->lbht", w, norms) > 0).all()
-
-
-def test_ablating_a_head_removes_exactly_its_output():
-    params = al.init_gpt(CONFIG, seed=2, dtype=np.float64, std=0.3)
-    tokens = [[1, 4, 2, 6, 0, 5]]
-    same = al.ablate_heads(params, CONFIG, [])
-    np.testing.assert_array_equal(al.gpt_logits(same, CONFIG, tokens),
-                                  al.gpt_logits(params, CONFIG, tokens))
-    cut = al.ablate_heads(params, CONFIG, [(1, 1)])
-    assert params["blocks.1.attn.w_o"][4:].any()  # the original is untouched
-    logits_cut = al.gpt_logits(cut, CONFIG, tokens)
-    assert not np.allclose(logits_cut, al.gpt_logits(params, CONFIG, tokens))
-    twice = al.ablate_heads(cut, CONFIG, [(1, 1)])  # removing it again changes nothing
-    np.testing.assert_array_equal(al.gpt_logits(twice, CONFIG, tokens), logits_cut)
-    both = al.ablate_heads(params, CONFIG, [(0, 0), (0, 1), (1, 0), (1, 1)])
-    # with every head gone, each position sees only its own token and position
-    solo = [al.gpt_logits(both, CONFIG, [[tok]])[0, 0] for tok in tokens[0][:1]]
-    np.testing.assert_allclose(al.gpt_logits(both, CONFIG, tokens)[0, 0], solo[0], rtol=1e-12)
-    t5 = al.gpt_logits(both, CONFIG, [tokens[0][5:6]])[0, 0]  # token 5 at position 0
-    assert not np.allclose(al.gpt_logits(both, CONFIG, tokens)[0, 5], t5)  # positions differ
-
-
-def test_ablate_heads_refuses_heads_that_do_not_exist():
-    params = al.init_gpt(CONFIG)
-    with pytest.raises(ValueError, match=r"\(2, 0\)"):
-        al.ablate_heads(params, CONFIG, [(2, 0)])
-    with pytest.raises(TypeError, match="pairs of ints"):
-        al.ablate_heads(params, CONFIG, [(0.0, 1)])
-    with pytest.raises(TypeError, match="pairs of ints"):
-        al.ablate_heads(params, CONFIG, [0])

@@ -8,7 +8,7 @@ Modules, in the order a forward pass meets them:
   :func:`gpt_loss_and_grads`;
 - :mod:`.sampling`: :func:`next_token_distribution` and :func:`generate` (with the KV cache);
 - :mod:`.heads`: reading the heads of a trained model (:func:`text_relations`,
-  :func:`weight_on_relation`, :func:`head_value_norms`, :func:`ablate_heads`);
+  :func:`weight_on_relation`, :func:`head_value_norms`);
 - :mod:`.stored`: the model file (:func:`save_gpt`, :func:`load_gpt`) and the book's
   trained model (:func:`book_language_model`);
 - :mod:`.train`: training on a token stream (:func:`~attention_lib.gpt.train.train_gpt`).
@@ -17,7 +17,7 @@ Modules, in the order a forward pass meets them:
 from __future__ import annotations
 
 from .config import GPTConfig, gpt_parameter_shapes
-from .heads import RELATIONS, ablate_heads, head_value_norms, text_relations, weight_on_relation
+from .heads import RELATIONS, head_value_norms, text_relations, weight_on_relation
 from .model import gpt_attention_weights, gpt_logits, gpt_loss_and_grads, init_gpt
 from .sampling import generate, next_token_distribution
 from .stored import BookLanguageModel, book_language_model, load_gpt, round_to_half, save_gpt
@@ -28,7 +28,6 @@ __all__ = [
     "BookLanguageModel",
     "GPTConfig",
     "GPTTrainingLog",
-    "ablate_heads",
     "book_language_model",
     "generate",
     "gpt_attention_weights",

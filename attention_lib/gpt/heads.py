@@ -9,13 +9,12 @@ Three measurements, each a number computed over text, never a picture alone:
   position, :math:`\lVert \mathbf v_j W_O^{(h)} \rVert`, so that weight times size says
   how much a position really contributes to the head's output (chapter 6's caveat:
   weight is not contribution);
-- :func:`ablate_heads` removes heads from a model (their rows of :math:`W_O` set to
-  zero), so that the loss without them says what they were worth.
+- ``head_mask=`` of :func:`~attention_lib.gpt_logits` removes heads from a model (their
+  outputs scaled by 0), so that the loss without them says what they were worth.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -24,8 +23,7 @@ from .._validation import describe
 from .config import GPTConfig, check_params, check_tokens
 from .model import _forward
 
-__all__ = ["RELATIONS", "ablate_heads", "head_value_norms", "text_relations",
-           "weight_on_relation"]
+__all__ = ["RELATIONS", "head_value_norms", "text_relations", "weight_on_relation"]
 
 #: The relations :func:`text_relations` knows, with what each points to from position t.
 RELATIONS = {
@@ -176,50 +174,3 @@ def head_value_norms(params: dict[str, np.ndarray], config: GPTConfig,
         moved = np.einsum("bhtc,hcd->bhtd", v, w_o)  # (B, h, T, d)
         norms.append(np.linalg.norm(moved, axis=-1))
     return np.stack(norms)
-
-
-def ablate_heads(params: dict[str, np.ndarray], config: GPTConfig,
-                 heads: Iterable[tuple[int, int]]) -> dict[str, np.ndarray]:
-    """A copy of ``params`` without the given heads: their rows of ``W_O`` are zero.
-
-    A head whose output rows are zero adds nothing to the residual stream (its weights
-    are still computed, and shown by :func:`~attention_lib.gpt_attention_weights`); the
-    output bias and every other head are untouched.
-
-    Parameters
-    ----------
-    params : dict of str to numpy.ndarray
-    config : GPTConfig
-    heads : iterable of (layer, head)
-        0-based.
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        New arrays where something changed; the others are shared with ``params``.
-
-    Examples
-    --------
-    >>> from attention_lib.gpt import init_gpt
-    >>> config = GPTConfig(10, 8, 8, 2, 2)
-    >>> cut = ablate_heads(init_gpt(config), config, [(1, 0)])
-    >>> bool((cut["blocks.1.attn.w_o"][:4] == 0).all()), bool(cut["blocks.1.attn.w_o"][4:].any())
-    (True, True)
-    """
-    check_params(params, config)
-    out = dict(params)
-    dh = config.d_head
-    for item in heads:
-        if (not isinstance(item, tuple | list) or len(item) != 2
-                or not all(isinstance(i, int | np.integer) and not isinstance(i, bool)
-                           for i in item)):
-            raise TypeError(f"heads contains {item!r}; expected (layer, head) pairs of ints")
-        layer, head = (int(i) for i in item)
-        if not (0 <= layer < config.n_layers and 0 <= head < config.n_heads):
-            raise ValueError(f"heads contains {(layer, head)}; expected layer in 0 .. "
-                             f"{config.n_layers - 1} and head in 0 .. {config.n_heads - 1}")
-        name = f"blocks.{layer}.attn.w_o"
-        w_o = out[name].copy() if out[name] is params[name] else out[name]
-        w_o[head * dh:(head + 1) * dh] = 0
-        out[name] = w_o
-    return out

@@ -35,9 +35,9 @@ import numpy as np
 
 from .._threads import one_blas_thread
 from .._validation import check_flag, positive_int
+from ..gpt import train as gpt_train  # the module: gpt.train itself imports training.optim
 from ..gpt.config import GPTConfig, check_head_mask, check_params
 from ..gpt.model import _forward
-from ..gpt.train import train_gpt_on_batches
 from .data import InductionData, make_induction_data
 
 __all__ = ["InductionLog", "InductionScores", "head_ablation_losses", "induction_config",
@@ -368,7 +368,7 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
         return measured[-1].second_half_loss
 
     with one_blas_thread():  # products this small only lose time to more BLAS threads
-        params, gpt_log = train_gpt_on_batches(
+        params, gpt_log = gpt_train.train_gpt_on_batches(
             config, sample, steps=steps, evaluate=evaluate, lr=LR, min_lr=MIN_LR,
             warmup=WARMUP, eval_every=EVAL_EVERY, seed=seed, init_std=INIT_STD, dtype=dtype,
             progress=progress)
