@@ -13,6 +13,8 @@ Modules
 ``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
 ``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
 ``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
+``multihead_retrieval``  the soft dictionary with query heads sharing key/value heads, linear
+                attention or a window: :func:`multihead_retrieval_task`, ...
 ``model_file``  the trained soft dictionary as JSON: export, load, check
 
 Adding a task
@@ -49,7 +51,7 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 # Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
-from . import data, head, loop, model_file, optim, retrieval, shift
+from . import data, head, loop, model_file, multihead_retrieval, optim, retrieval, shift
 from .data import RetrievalData, ShiftData, make_retrieval_data, make_shift_data  # noqa: F401
 from .loop import Task, TrainingResult, init_params, train  # noqa: F401
 from .model_file import (  # noqa: F401
@@ -57,6 +59,12 @@ from .model_file import (  # noqa: F401
     check_retrieval_model,
     export_retrieval_model,
     load_retrieval_model,
+)
+from .multihead_retrieval import (  # noqa: F401
+    multihead_retrieval_forward,
+    multihead_retrieval_loss_and_grads,
+    multihead_retrieval_task,
+    train_multihead_retrieval,
 )
 from .optim import Adam, clip_by_global_norm  # noqa: F401
 from .retrieval import (  # noqa: F401
@@ -69,4 +77,5 @@ from .retrieval import (  # noqa: F401
 from .shift import shift_forward, shift_loss_and_grads, shift_task, train_shift  # noqa: F401
 
 __all__ = sorted(data.__all__ + head.__all__ + loop.__all__ + model_file.__all__
-                 + optim.__all__ + retrieval.__all__ + shift.__all__)
+                 + multihead_retrieval.__all__ + optim.__all__ + retrieval.__all__
+                 + shift.__all__)
