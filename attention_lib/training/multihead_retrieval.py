@@ -370,8 +370,15 @@ def multihead_retrieval_loss_and_grads(
     if not isinstance(data, RetrievalData):
         raise TypeError(f"data is a {type(data).__name__}; expected RetrievalData")
     _codes(data.values, dims, "data.values")
+    return _loss_and_grads(p, data, attention, window)
+
+
+def _loss_and_grads(p: dict[str, np.ndarray], data: RetrievalData, attention: str,
+                    window: int | None) -> tuple[float, dict[str, np.ndarray]]:
+    """:func:`multihead_retrieval_loss_and_grads` on checked inputs (the training loop's own)."""
     logits, _, cache = _forward(p, data.keys, data.values, data.query, attention, window)
-    labels = _digits(data.answer, dims["f"], dims["n_values"])  # (B, f)
+    f, c = p["value_embed"].shape[:2]
+    labels = _digits(data.answer, f, c)  # (B, f)
     loss, d_logits = cross_entropy(logits, labels, np.ones(labels.shape, dtype=bool))
     grads, d_x_q, d_x_kv = _backward(p, cache, d_logits, attention)
     grads["key_embed"] = scatter_rows(p["key_embed"].shape, data.keys, d_x_kv)
@@ -447,9 +454,8 @@ def multihead_retrieval_task(
         params = init_params(flat, rng)
         return {name: params[name].reshape(shapes[name]) for name in shapes}
 
-    def loss_and_grads(params, batch):
-        return multihead_retrieval_loss_and_grads(params, batch, attention=attention,
-                                                  window=window)
+    def loss_and_grads(params, batch):  # the loop's own arrays: checked once, by init
+        return _loss_and_grads(params, batch, attention, window)
 
     def evaluate(params, test: RetrievalData) -> tuple[float, float]:
         logits, weights = multihead_retrieval_forward(params, test.keys, test.values,
