@@ -101,8 +101,8 @@ lab: $(STAMP)
 
 # `make bench` writes its results to _build/bench/ (untracked) and prints where;
 # `make bench-store` rewrites the packaged results that the chapters read
-# (attention_lib/data/attention_benchmark.json and gpt_benchmark.json), so the next `make book`
-# executes every notebook again.
+# (attention_lib/data/attention_benchmark.json, gpt_benchmark.json and modern_benchmark.json),
+# so the next `make book` executes every notebook again.
 bench: $(STAMP)
 	@for script in benchmarks/bench_*.py; do \
 	    [ -e "$$script" ] || { echo "no benchmarks yet"; break; }; \
@@ -112,6 +112,7 @@ bench: $(STAMP)
 bench-store: $(STAMP)
 	$(BIN)/python benchmarks/bench_attention.py --store
 	$(BIN)/python benchmarks/bench_gpt.py --store
+	$(BIN)/python benchmarks/bench_modern.py --store
 
 # Trains the book's Shakespeare model (tens of minutes on 2 cores) and writes it into the
 # package, attention_lib/data/book_gpt.npz.

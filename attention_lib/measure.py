@@ -24,7 +24,8 @@ __all__ = ["benchmark_machine", "best_time", "cpu_description", "power_law_fit",
 
 BENCHMARK_RESOURCE = "attention_benchmark.json"
 #: The stored benchmarks by name: the file each was written to by ``make bench-store``.
-BENCHMARKS = {"attention": BENCHMARK_RESOURCE, "gpt": "gpt_benchmark.json"}
+BENCHMARKS = {"attention": BENCHMARK_RESOURCE, "gpt": "gpt_benchmark.json",
+              "modern": "modern_benchmark.json"}
 
 
 def best_time(
@@ -166,20 +167,32 @@ def cpu_description(cpuinfo: str | None = None) -> dict[str, str]:
 def stored_benchmark(name: str = "attention") -> dict[str, Any]:
     """Benchmark results stored with the library (``make bench-store``).
 
-    Read from the package's data (``attention_lib/data/attention_benchmark.json``, or
-    ``gpt_benchmark.json``) through ``importlib.resources``, so it works from an installed
-    wheel too.
+    Read from the package's data (``attention_lib/data/attention_benchmark.json``,
+    ``gpt_benchmark.json`` or ``modern_benchmark.json``) through ``importlib.resources``,
+    so it works from an installed wheel too.
 
     Parameters
     ----------
-    name : {"attention", "gpt"}, default "attention"
+    name : {"attention", "gpt", "modern"}, default "attention"
         ``"attention"``: attention kernels against numpy's matrix product and PyTorch
         (``benchmarks/bench_attention.py``). ``"gpt"``: the book's GPT, a training step
         and generation with and without the KV cache (``benchmarks/bench_gpt.py``); its
         keys are ``machine`` (as below), ``training_step`` (``batch_size``, ``context``,
         and per implementation ``best_s``, ``median_s``, ``times_s``), ``generation``
         (``n_new``, ``context``, and for ``cached`` and ``uncached`` ``best_s``,
-        ``times_s``, ``n_new_per_s``) and ``quick``.
+        ``times_s``, ``n_new_per_s``) and ``quick``. ``"modern"``: attention as today's
+        models run it (``benchmarks/bench_modern.py``), ``heads`` heads of size ``d`` in
+        ``dtype`` (float32); its keys are ``machine`` (as below), ``window`` (per ``n``:
+        the ``window``, ``times`` with every round's seconds for ``"causal"``, tiled causal
+        attention, and ``"window"``, the same with the sliding window, and ``max_error``
+        of the windowed output against the masked plain one, or None where that was not
+        computed), ``backward`` (per ``n``: ``times`` for ``"tiled"``,
+        :func:`~attention_lib.tiled_attention_backward`, and ``"plain"``,
+        :func:`~attention_lib.attention_backward`, causal, and their ``max_difference``),
+        ``backward_memory`` (per ``n``, one head: ``tiled_peak`` and ``plain_peak``, the
+        bytes tracemalloc saw at the peak of one call, ``returned``, the gradients' bytes,
+        and ``score_matrix``, one ``n x n`` float32 matrix), ``rounds``, ``elapsed_s`` and
+        ``quick``.
 
     Returns
     -------
@@ -226,6 +239,8 @@ def stored_benchmark(name: str = "attention") -> dict[str, Any]:
     True
     >>> sorted(stored_benchmark("gpt")["generation"]["cached"])[:2]
     ['best_s', 'n_new_per_s']
+    >>> sorted(stored_benchmark("modern")["window"][0]["times"])
+    ['causal', 'window']
     """
     if name not in BENCHMARKS:
         raise ValueError(f"name={name!r}; expected one of {sorted(BENCHMARKS)}")

@@ -1,8 +1,10 @@
 """Attention in today's models: sliding windows and the tiled backward pass, as n grows.
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_modern.py [--quick]``).
-Prints the CPU with two tables and writes every run to ``_build/bench/modern.json``
-(untracked). See ``benchmarks/README.md``.
+Prints the CPU with three tables and writes every run to ``_build/bench/modern.json``
+(untracked); ``--store`` (``make bench-store``) writes the packaged results chapter 18
+quotes, ``attention_lib/data/modern_benchmark.json`` (``al.stored_benchmark("modern")``).
+See ``benchmarks/README.md``.
 
 - Window: ``tiled_attention(causal=True, window=w)`` against ``tiled_attention(causal=True)``
   on the same inputs (h heads of n positions, d = 64, float32) as n grows for a fixed
@@ -20,20 +22,45 @@ script uses.
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import platform
 import time
 from pathlib import Path
 
 import numpy as np
-from bench_attention import fmt_ms, fmt_table, peak_memory, round_robin
+from bench_attention import (
+    blas_libraries,
+    blas_threads,
+    fmt_ms,
+    fmt_table,
+    peak_memory,
+    round_robin,
+)
 
 import attention_lib as al
 from attention_lib._threads import available_cpus
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "_build" / "bench" / "modern.json"  # untracked
+STORED = ROOT / "attention_lib" / "data" / "modern_benchmark.json"  # packaged
 MIB = 2**20
+
+
+def machine_record(load_start: tuple[float, ...]) -> dict:
+    """Where the benchmark ran, with the keys ``al.benchmark_machine`` reads."""
+    return {
+        **al.cpu_description(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(), "numpy": np.__version__,
+        "cpus": available_cpus(), "blas_threads": blas_threads(),
+        "tiled_workers": available_cpus(),
+        "load_average_start": list(load_start), "load_average_end": list(os.getloadavg()),
+        "blas": blas_libraries(),
+        "environment": {key: value for key, value in sorted(os.environ.items())
+                        if key.startswith(("OPENBLAS_", "OMP_", "MKL_", "GOTO"))},
+    }
 
 
 def inputs(n: int, heads: int, d: int, seed: int = 0) -> tuple[np.ndarray, ...]:
@@ -132,8 +159,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and few rounds (a smoke test, not a measurement)")
-    parser.add_argument("--output", type=Path, default=RESULTS,
+    parser.add_argument("--output", type=Path, default=None,
                         help=f"where to write the JSON (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--store", action="store_true",
+                        help=f"write the packaged results, {STORED.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     heads, d = 8, 64
     if args.quick:
@@ -143,17 +172,19 @@ def main(argv: list[str] | None = None) -> None:
         window, window_sizes, backward_sizes, memory_sizes, rounds = (
             512, (1024, 2048, 4096, 8192), (512, 1024, 2048), (2048, 4096), 3)
 
-    cpu = al.cpu_description()
+    if args.store and args.output is not None:
+        parser.error("--store writes the packaged file; give --output or --store, not both")
+    output = STORED if args.store else args.output or RESULTS
     load_start = os.getloadavg()
     started = time.perf_counter()
     window_records = bench_window(window_sizes, window, heads, d, rounds)
     backward_records, memory = bench_backward(backward_sizes, heads, d, rounds, memory_sizes)
     elapsed = time.perf_counter() - started
-    load_end = os.getloadavg()
+    machine = machine_record(load_start)
 
-    print(f"\nCPU: {cpu['cpu_model']}, {cpu['simd']}, {available_cpus()} CPUs; numpy "
-          f"{np.__version__}; load average at start {load_start[0]:.1f}, at end "
-          f"{load_end[0]:.1f}")
+    print(f"\nCPU: {machine['cpu_model']}, {machine['simd']}, {machine['cpus']} CPUs; numpy "
+          f"{machine['numpy']}; load average at start {load_start[0]:.1f}, at end "
+          f"{machine['load_average_end'][0]:.1f}")
     print(f"\nSliding window of {window} keys against full causal attention, tiled, h={heads} "
           f"heads, d={d}, float32, best of {rounds} interleaved rounds:\n")
     print(window_table(window_records))
@@ -165,13 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     print(peaks)
     print(f"\n{elapsed:.0f} s")
 
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({
-        "machine": {**cpu, "cpus": available_cpus(), "numpy": np.__version__,
-                    "load_average_start": load_start, "load_average_end": load_end},
-        "heads": heads, "d": d, "window": window_records, "backward": backward_records,
-        "backward_memory": memory}, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps({
+        "machine": machine, "heads": heads, "d": d, "dtype": "float32", "rounds": rounds,
+        "window": window_records, "backward": backward_records, "backward_memory": memory,
+        "elapsed_s": elapsed, "quick": args.quick}, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ Modules
 ``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
 ``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
 ``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
+``multihead_retrieval``  the soft dictionary with query heads sharing key/value heads, linear
+                attention or a window: :func:`multihead_retrieval_task`, ...
 ``model_file``  the trained soft dictionary as JSON: export, load, check
 ``induction``   a two-layer attention-only GPT forms an induction head:
                 :func:`train_induction_model`, :func:`induction_scores`, ...
@@ -52,7 +54,7 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 # Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
-from . import data, head, induction, loop, model_file, optim, retrieval, shift
+from . import data, head, induction, loop, model_file, multihead_retrieval, optim, retrieval, shift
 from .data import (  # noqa: F401
     InductionData,
     RetrievalData,
@@ -76,6 +78,12 @@ from .model_file import (  # noqa: F401
     export_retrieval_model,
     load_retrieval_model,
 )
+from .multihead_retrieval import (  # noqa: F401
+    multihead_retrieval_forward,
+    multihead_retrieval_loss_and_grads,
+    multihead_retrieval_task,
+    train_multihead_retrieval,
+)
 from .optim import Adam, clip_by_global_norm  # noqa: F401
 from .retrieval import (  # noqa: F401
     RETRIEVAL_PARAMS,
@@ -87,4 +95,5 @@ from .retrieval import (  # noqa: F401
 from .shift import shift_forward, shift_loss_and_grads, shift_task, train_shift  # noqa: F401
 
 __all__ = sorted(data.__all__ + head.__all__ + induction.__all__ + loop.__all__
-                 + model_file.__all__ + optim.__all__ + retrieval.__all__ + shift.__all__)
+                 + model_file.__all__ + multihead_retrieval.__all__ + optim.__all__
+                 + retrieval.__all__ + shift.__all__)

@@ -1,0 +1,539 @@
+r"""The soft dictionary with several heads: shared keys and values, linear attention, a window.
+
+The task is the soft dictionary of :mod:`.retrieval` (``n_pairs`` stored (key, value)
+pairs, a query naming one key, the answer the value stored with it). The model has
+``h`` query heads of size ``d_head`` and ``h_kv`` key/value heads: query head
+:math:`i` reads key/value head :math:`\lfloor i / g \rfloor`, :math:`g = h / h_{kv}`
+(grouped-query attention, :func:`~attention_lib.grouped_query_attention`; ``h_kv = h``
+is multi-head attention, ``h_kv = 1`` multi-query attention). The heads' outputs are
+concatenated and read out linearly:
+
+.. math::
+
+    \mathbf q^{(i)} = \mathbf x_{\text{query}} W_Q^{(i)}, \quad
+    K^{(a)} = X W_K^{(a)}, \quad V^{(a)} = X W_V^{(a)}, \quad
+    \mathbf z^{(i)} = \operatorname{attend}\bigl(\mathbf q^{(i)}, K^{(\lfloor i/g \rfloor)},
+    V^{(\lfloor i/g \rfloor)}\bigr), \quad
+    \text{logits} = \sum_i \mathbf z^{(i)} W_{\text{out}}^{(i)} + \mathbf b_{\text{out}} .
+
+``attend`` is softmax attention (optionally through a window: the query sees only the
+last ``window`` pairs) or linear attention, the kernelised form of
+:func:`~attention_lib.linear_attention` with :math:`\phi = \operatorname{elu} + 1`.
+
+A stored value may be a code of ``n_symbols`` symbols (a four-digit number has four),
+each with a table of embeddings of its own, and the model answers all of them: the
+more symbols, the more a pair's value vector must carry, and with fewer key/value heads
+it has fewer numbers to carry them in (``h_kv d_head`` per pair).
+
+Dimension letters used in the shape comments:
+
+- ``B``       number of sequences in a batch
+- ``n``       stored pairs (the positions a query attends to)
+- ``d``       size of a token representation (``d_model``)
+- ``h``       query heads; ``h_kv`` key/value heads; ``g = h / h_kv`` query heads per group
+- ``e``       size of one head's queries, keys and values (``d_head``)
+- ``f``       symbols per stored value (``n_symbols``)
+- ``c``       number of symbol values (classes of each symbol's read-out)
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._validation import (
+    index_array,
+    kv_group_size,
+    one_of,
+    optional_positive_int,
+    positive_int,
+    positive_ints,
+    weight_arrays,
+)
+from ..gradients import attention_backward
+from ..linear_attention import linear_attention
+from ..masks import sliding_window_mask
+from ..multihead import grouped_query_attention
+from .data import RetrievalData, _retrieval_sizes, make_retrieval_data
+from .head import cross_entropy, scatter_rows
+from .loop import Task, TrainingResult, _sized_shapes, init_params, train
+
+__all__ = ["multihead_retrieval_forward", "multihead_retrieval_loss_and_grads",
+           "multihead_retrieval_task", "train_multihead_retrieval"]
+
+ATTENTIONS = ("softmax", "linear")
+
+MULTIHEAD_SHAPES = {"key_embed": ("n_keys", "d"), "value_embed": ("f", "n_values", "d"),
+                    "query_embed": ("n_keys", "d"), "w_q": ("d", "h", "e"),
+                    "w_k": ("d", "h_kv", "e"), "w_v": ("d", "h_kv", "e"),
+                    "w_out": ("h", "e", "f", "n_values"), "b_out": ("f", "n_values")}
+
+
+def _params(params: Any) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    p, dims = weight_arrays(params, MULTIHEAD_SHAPES, "params", extra="ignore")
+    kv_group_size(dims["h"], dims["h_kv"], heads="query heads (params['w_q'] axis 1)",
+                  kv_heads="key/value heads (params['w_k'] axis 1)")
+    return p, dims
+
+
+def _options(attention: Any, window: Any) -> tuple[str, int | None]:
+    attention = one_of(attention, "attention", ATTENTIONS)
+    if window is not None:
+        window = positive_int(window, "window", what="the number of pairs the query sees")
+        if attention != "softmax":
+            raise ValueError(f"window={window} with attention={attention!r}; a window is a "
+                             "mask on the softmax, so expected attention='softmax' or no window")
+    return attention, window
+
+
+def _window_mask(n: int, window: int | None) -> np.ndarray | None:
+    """The query's row of a sliding window over the n pairs and the query: (1, n) or None."""
+    if window is None:
+        return None
+    # The query is position n after the pairs 0..n-1; it sees itself and window pairs before it.
+    return sliding_window_mask(1, n + 1, window + 1)[:, :n]  # (1, n + 1) -> (1, n)
+
+
+def _phi(x: np.ndarray) -> np.ndarray:
+    """elu(x) + 1: x + 1 for x > 0, exp(x) otherwise (the feature map of linear_attention)."""
+    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def _phi_prime(x: np.ndarray) -> np.ndarray:
+    """The derivative of elu(x) + 1: 1 for x > 0, exp(x) otherwise."""
+    return np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0)))
+
+
+def _linear_weights(q: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """phi(q) . phi(k_j) / sum_l phi(q) . phi(k_l): what linear attention weighs each value by."""
+    a = _phi(q) @ np.swapaxes(_phi(k), -1, -2)  # (..., t, e) @ (..., e, n) -> (..., t, n)
+    return a / a.sum(axis=-1, keepdims=True)
+
+
+def _linear_backward(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_z: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of non-causal linear attention, in its kernelised form (no n x n array).
+
+    ``q`` (B, h_kv, g, t, e), ``k`` and ``v`` (B, h_kv, 1, n, e): the keys and values are
+    shared by the g query heads of a group, so their gradients are summed over that axis.
+    """
+    fq, fk = _phi(q), _phi(k)
+    s = np.swapaxes(fk, -1, -2) @ v  # (..., 1, e, e_v): sum_j phi(k_j) v_j^T
+    u = fk.sum(axis=-2)  # (..., 1, e): sum_j phi(k_j)
+    num = fq @ s  # (..., g, t, e_v)
+    den = np.einsum("...te,...e->...t", fq, u)  # (..., g, t)
+    z = num / den[..., None]  # (..., g, t, e_v)
+    d_num = d_z / den[..., None]  # (..., g, t, e_v)
+    d_den = -np.einsum("...te,...te->...t", d_z, z) / den  # (..., g, t)
+    d_fq = d_num @ np.swapaxes(s, -1, -2) + d_den[..., None] * u[..., None, :]  # (..., g, t, e)
+    d_s = (np.swapaxes(fq, -1, -2) @ d_num).sum(axis=2, keepdims=True)  # (..., 1, e, e_v)
+    d_u = np.einsum("...t,...te->...e", d_den, fq).sum(axis=2, keepdims=True)  # (..., 1, e)
+    d_fk = v @ np.swapaxes(d_s, -1, -2) + d_u[..., None, :]  # (..., 1, n, e)
+    d_v = fk @ d_s  # (..., 1, n, e_v)
+    return d_fq * _phi_prime(q), d_fk * _phi_prime(k), d_v
+
+
+def _digits(codes: np.ndarray, n_symbols: int, n_values: int) -> np.ndarray:
+    """The symbols of each stored code, least significant first: (...) -> (..., f)."""
+    return (codes[..., None] // n_values ** np.arange(n_symbols)) % n_values
+
+
+def _heads(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x`` (B, n, d) through every head's columns of ``w`` (d, heads, e): (B, heads, n, e)."""
+    batch, n, _ = x.shape
+    heads, e = w.shape[1:]
+    y = x @ w.reshape(w.shape[0], heads * e)  # (B, n, d) @ (d, heads*e) -> (B, n, heads*e)
+    return y.reshape(batch, n, heads, e).transpose(0, 2, 1, 3)  # (B, heads, n, e)
+
+
+def _weight_grad(x: np.ndarray, d_y: np.ndarray) -> np.ndarray:
+    """Gradient of ``w`` (d, heads, e) from inputs ``x`` (B, n, d) and ``d_y`` (B, heads, n, e)."""
+    batch, heads, n, e = d_y.shape
+    d_flat = d_y.transpose(0, 2, 1, 3).reshape(batch * n, heads * e)  # (B*n, heads*e)
+    return (x.reshape(batch * n, -1).T @ d_flat).reshape(-1, heads, e)  # (d, heads, e)
+
+
+def _input_grad(d_y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Gradient of the input x (B, n, d) from ``d_y`` (B, heads, n, e) through ``w``."""
+    batch, heads, n, e = d_y.shape
+    d_flat = d_y.transpose(0, 2, 1, 3).reshape(batch, n, heads * e)  # (B, n, heads*e)
+    return d_flat @ w.reshape(w.shape[0], heads * e).T  # (B, n, d)
+
+
+def _forward(p: dict[str, np.ndarray], keys: np.ndarray, values: np.ndarray,
+             query: np.ndarray, attention: str, window: int | None
+             ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Logits (B, f, c), each head's weights (B, h, n) and what the backward pass needs."""
+    h, h_kv = p["w_q"].shape[1], p["w_k"].shape[1]
+    g = h // h_kv
+    n_symbols, n_values = p["value_embed"].shape[:2]
+    symbols = _digits(values, n_symbols, n_values)  # (B, n, f)
+    rows = np.arange(n_symbols) * n_values + symbols  # (B, n, f): rows of the (f*c, d) table
+    x_value = p["value_embed"].reshape(n_symbols * n_values, -1)[rows].sum(axis=-2)  # (B, n, d)
+    x_kv = p["key_embed"][keys] + x_value  # (B, n, d)
+    x_q = p["query_embed"][query][:, None, :]  # (B, 1, d)
+    batch, n = keys.shape
+    q = _heads(x_q, p["w_q"])  # (B, h, 1, e)
+    k = _heads(x_kv, p["w_k"])  # (B, h_kv, n, e)
+    v = _heads(x_kv, p["w_v"])  # (B, h_kv, n, e)
+    mask = _window_mask(n, window)
+    if attention == "softmax":
+        z, weights = grouped_query_attention(q, k, v, mask=mask)  # (B, h, 1, e), (B, h, 1, n)
+    else:  # a group's queries on an axis of their own, its keys and values broadcast over it
+        q_grouped = q.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
+        k_grouped, v_grouped = k[:, :, None], v[:, :, None]  # (B, h_kv, 1, n, e)
+        z = linear_attention(q_grouped, k_grouped, v_grouped, causal=False).reshape(
+            batch, h, 1, -1)  # (B, h_kv, g, 1, e) -> (B, h, 1, e)
+        weights = _linear_weights(q_grouped, k_grouped).reshape(batch, h, 1, n)
+    z_flat = z.reshape(batch, -1)  # (B, h, 1, e) -> (B, h*e): the heads concatenated
+    logits = (z_flat @ p["w_out"].reshape(z_flat.shape[1], -1)).reshape(
+        batch, n_symbols, n_values) + p["b_out"]  # (B, h*e) @ (h*e, f*c) -> (B, f, c)
+    cache = {"x_q": x_q, "x_kv": x_kv, "q": q, "k": k, "v": v, "z_flat": z_flat,
+             "mask": mask, "rows": rows}
+    return logits, weights[:, :, 0, :], cache
+
+
+def _backward(p: dict[str, np.ndarray], cache: dict[str, Any], d_logits: np.ndarray,
+              attention: str) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Gradients of the weights, and of the inputs x_q (B, 1, d) and x_kv (B, n, d)."""
+    h, h_kv = p["w_q"].shape[1], p["w_k"].shape[1]
+    g = h // h_kv
+    q, k, v, z_flat = cache["q"], cache["k"], cache["v"], cache["z_flat"]
+    batch = q.shape[0]
+    d_flat = d_logits.reshape(batch, -1)  # (B, f*c)
+    w_out = p["w_out"].reshape(z_flat.shape[1], -1)  # (h*e, f*c)
+    grads = {"w_out": (z_flat.T @ d_flat).reshape(p["w_out"].shape),  # (h, e, f, c)
+             "b_out": d_logits.sum(axis=0)}  # (f, c)
+    d_z = d_flat @ w_out.T  # (B, h*e)
+    # Each group's query heads on an axis of their own; its key and value broadcast over it,
+    # so the backward pass sums their gradients over the group (the chain rule of the sharing).
+    q_grouped = q.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
+    k_grouped, v_grouped = k[:, :, None], v[:, :, None]  # (B, h_kv, 1, n, e)
+    d_z_grouped = d_z.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
+    if attention == "softmax":
+        d_q, d_k, d_v = attention_backward(q_grouped, k_grouped, v_grouped, d_z_grouped,
+                                           mask=cache["mask"])
+    else:
+        d_q, d_k, d_v = _linear_backward(q_grouped, k_grouped, v_grouped, d_z_grouped)
+    d_q = d_q.reshape(batch, h, 1, -1)  # (B, h_kv, g, 1, e) -> (B, h, 1, e)
+    d_k, d_v = d_k[:, :, 0], d_v[:, :, 0]  # (B, h_kv, 1, n, e) -> (B, h_kv, n, e)
+    grads["w_q"] = _weight_grad(cache["x_q"], d_q)  # (d, h, e)
+    grads["w_k"] = _weight_grad(cache["x_kv"], d_k)  # (d, h_kv, e)
+    grads["w_v"] = _weight_grad(cache["x_kv"], d_v)  # (d, h_kv, e)
+    d_x_q = _input_grad(d_q, p["w_q"])  # (B, 1, d)
+    d_x_kv = _input_grad(d_k, p["w_k"]) + _input_grad(d_v, p["w_v"])  # (B, n, d)
+    return grads, d_x_q, d_x_kv
+
+
+def _table_grad(shape: tuple[int, int, int], rows: np.ndarray, d_x: np.ndarray) -> np.ndarray:
+    """Gradient of the symbols' tables (f, c, d): each pair's ``d_x`` (B, n, d) goes to the f
+    rows its symbols used, ``rows`` (B, n, f) of the tables stacked as one (f*c, d) table."""
+    f, c, d = shape
+    used = np.zeros((f * c, rows.shape[0] * rows.shape[1]))  # (f*c, B*n): 1 where a row is used
+    used[rows.reshape(-1, f).T, np.arange(used.shape[1])] = 1.0  # one row per symbol and pair
+    return (used @ d_x.reshape(-1, d)).reshape(f, c, d)  # (f*c, B*n) @ (B*n, d)
+
+
+def _codes(values: ArrayLike, dims: dict[str, int], name: str = "values") -> np.ndarray:
+    """Stored codes: ints from 0 to n_values**n_symbols - 1, shape (B, n_pairs)."""
+    return index_array(values, dims["n_values"] ** dims["f"], name, ndim=2)
+
+
+def multihead_retrieval_forward(
+    params: dict[str, ArrayLike], keys: ArrayLike, values: ArrayLike, query: ArrayLike, *,
+    attention: str = "softmax", window: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Run the multi-head soft dictionary: answer logits and every head's weights.
+
+    Parameters
+    ----------
+    params : dict of array_like
+        ``key_embed`` (n_keys, d), ``value_embed`` (n_symbols, n_values, d),
+        ``query_embed`` (n_keys, d), ``w_q`` (d, h, d_head), ``w_k`` and ``w_v``
+        (d, h_kv, d_head), ``w_out`` (h, d_head, n_symbols, n_values), ``b_out``
+        (n_symbols, n_values); real and finite, with ``h_kv`` dividing ``h``. Other
+        entries are ignored.
+    keys : array_like of int, shape (B, n_pairs)
+        Key indices ``0 <= key < n_keys``.
+    values : array_like of int, shape (B, n_pairs)
+        The stored values, each a code of ``n_symbols`` symbols from ``0`` to
+        ``n_values - 1``, written as one number in base ``n_values`` (least
+        significant symbol first): ``0 <= value < n_values**n_symbols``. With one
+        symbol, a value is its symbol.
+    query : array_like of int, shape (B,)
+        The looked-up key (negative indices are refused, not wrapped around).
+    attention : {"softmax", "linear"}, default "softmax"
+        Softmax attention, or linear attention with :math:`\phi = \operatorname{elu} + 1`.
+    window : int, optional
+        Softmax only: the query sees only the last ``window`` pairs (the query's row of
+        :func:`~attention_lib.sliding_window_mask` over the pairs and the query).
+
+    Returns
+    -------
+    logits : numpy.ndarray, shape (B, n_symbols, n_values)
+        The logits of each symbol of the answer.
+    weights : numpy.ndarray, shape (B, h, n_pairs)
+        Each query head's weights over the pairs (rows sum to one). For linear
+        attention, :math:`\phi(q) \cdot \phi(k_j) / \sum_l \phi(q) \cdot \phi(k_l)`.
+
+    Notes
+    -----
+    A stored pair is embedded as the key's row plus one row per symbol of its value,
+    :math:`\mathbf x = E_{\text{key}}[k] + \sum_s E_{\text{value}}^{(s)}[c_s]`. Query head
+    :math:`i` reads key/value head :math:`\lfloor i / g \rfloor`, :math:`g = h / h_{kv}`,
+    as in :func:`~attention_lib.grouped_query_attention`:
+
+    .. math::
+
+        \text{logits} = \sum_{i=1}^{h} \operatorname{attend}\bigl(
+        E_{\text{query}}[q] W_Q^{(i)},\, X W_K^{(\lfloor i/g \rfloor)},\,
+        X W_V^{(\lfloor i/g \rfloor)}\bigr)\, W_{\text{out}}^{(i)}
+        + \mathbf b_{\text{out}} .
+
+    Examples
+    --------
+    >>> result = train_multihead_retrieval(seed=0, n_heads=4, n_kv_heads=2, steps=2)
+    >>> logits, w = multihead_retrieval_forward(result.params, [[0, 1, 2]], [[5, 6, 7]], [1])
+    >>> logits.shape, w.shape
+    ((1, 1, 8), (1, 4, 3))
+    """
+    p, dims = _params(params)
+    attention, window = _options(attention, window)
+    keys = index_array(keys, dims["n_keys"], "keys", ndim=2)
+    values = _codes(values, dims)
+    query = index_array(query, dims["n_keys"], "query", ndim=1)
+    if values.shape != keys.shape or query.shape != keys.shape[:1]:
+        raise ValueError(f"keys {keys.shape}, values {values.shape}, query {query.shape}; "
+                         "expected keys and values of shape (B, n_pairs) and query (B,)")
+    logits, weights, _ = _forward(p, keys, values, query, attention, window)
+    return logits, weights
+
+
+def multihead_retrieval_loss_and_grads(
+    params: dict[str, ArrayLike], data: RetrievalData, *, attention: str = "softmax",
+    window: int | None = None,
+) -> tuple[float, dict[str, np.ndarray]]:
+    r"""Mean cross-entropy of the multi-head soft dictionary on ``data`` and its gradient.
+
+    Parameters
+    ----------
+    params : dict of array_like
+        As in :func:`~attention_lib.multihead_retrieval_forward`.
+    data : RetrievalData
+        Its values are codes below ``n_values**n_symbols``.
+    attention : {"softmax", "linear"}, default "softmax"
+    window : int, optional
+        Softmax only, as in :func:`~attention_lib.multihead_retrieval_forward`.
+
+    Returns
+    -------
+    loss : float
+        The cross-entropy of each symbol of the answer, averaged over the symbols and
+        the sequences.
+    grads : dict of numpy.ndarray
+        One gradient per parameter, same shapes.
+
+    Notes
+    -----
+    The backward pass runs the read-out, then each group's attention backward with the
+    group's query heads on an axis of their own and its key and value broadcast over it
+    (so their gradients are summed over the group: the chain rule of the sharing), then
+    the projections and the embedding rows. Softmax attention uses
+    :func:`~attention_lib.attention_backward`; linear attention its kernelised form,
+    with :math:`S = \sum_j \phi(k_j) v_j^{\mathsf T}`, :math:`u = \sum_j \phi(k_j)`,
+    :math:`z = S^{\mathsf T} \phi(q) / \phi(q)^{\mathsf T} u` and
+    :math:`r = \phi(q)^{\mathsf T} u`:
+
+    .. math::
+
+        d\phi(q) = \frac{S\, dz - (dz \cdot z)\, u}{r}, \quad
+        dS = \frac{\phi(q)\, dz^{\mathsf T}}{r}, \quad
+        du = -\frac{(dz \cdot z)\, \phi(q)}{r}, \quad
+        d\phi(k_j) = dS\, v_j + du, \quad dv_j = dS^{\mathsf T} \phi(k_j),
+
+    then :math:`dq = d\phi(q) \odot \phi'(q)` and :math:`dk = d\phi(k) \odot \phi'(k)`:
+    no ``n x n`` array, like the forward pass.
+
+    Examples
+    --------
+    >>> data = make_retrieval_data(4, rng=np.random.default_rng(0))
+    >>> params = train_multihead_retrieval(seed=0, steps=1).initial_params
+    >>> loss, grads = multihead_retrieval_loss_and_grads(params, data)
+    >>> round(loss, 1), grads["w_k"].shape
+    (2.1, (16, 4, 4))
+    """
+    p, dims = _params(params)
+    attention, window = _options(attention, window)
+    if not isinstance(data, RetrievalData):
+        raise TypeError(f"data is a {type(data).__name__}; expected RetrievalData")
+    _codes(data.values, dims, "data.values")
+    return _loss_and_grads(p, data, attention, window)
+
+
+def _loss_and_grads(p: dict[str, np.ndarray], data: RetrievalData, attention: str,
+                    window: int | None) -> tuple[float, dict[str, np.ndarray]]:
+    """:func:`multihead_retrieval_loss_and_grads` on checked inputs (the training loop's own)."""
+    logits, _, cache = _forward(p, data.keys, data.values, data.query, attention, window)
+    f, c = p["value_embed"].shape[:2]
+    labels = _digits(data.answer, f, c)  # (B, f)
+    loss, d_logits = cross_entropy(logits, labels, np.ones(labels.shape, dtype=bool))
+    grads, d_x_q, d_x_kv = _backward(p, cache, d_logits, attention)
+    grads["key_embed"] = scatter_rows(p["key_embed"].shape, data.keys, d_x_kv)
+    grads["value_embed"] = _table_grad(p["value_embed"].shape, cache["rows"], d_x_kv)
+    grads["query_embed"] = scatter_rows(p["query_embed"].shape, data.query, d_x_q)
+    return loss, grads
+
+
+def multihead_retrieval_task(
+    *, n_heads: int = 4, n_kv_heads: int | None = None, d_head: int = 4,
+    attention: str = "softmax", window: int | None = None, n_pairs: int = 6, n_keys: int = 8,
+    n_values: int = 8, n_symbols: int = 1, d_model: int = 16,
+) -> Task:
+    r"""The multi-head soft dictionary as a :class:`~attention_lib.training.Task`.
+
+    Parameters
+    ----------
+    n_heads : int, default 4
+        Query heads ``h``.
+    n_kv_heads : int, optional
+        Key/value heads ``h_kv``, dividing ``n_heads``; defaults to ``n_heads``
+        (multi-head attention). 1 is multi-query attention.
+    d_head : int, default 4
+        Size of each head's queries, keys and values.
+    attention : {"softmax", "linear"}, default "softmax"
+    window : int, optional
+        Softmax only: the query sees only the last ``window`` pairs.
+    n_pairs : int, default 6
+        Stored pairs per sequence, at most ``n_keys``.
+    n_keys : int, default 8
+        Size of the key vocabulary.
+    n_values : int, default 8
+        Size of the symbol vocabulary of the values.
+    n_symbols : int, default 1
+        Symbols per stored value (a code such as a four-digit number has 4); the model
+        answers every one of them.
+    d_model : int, default 16
+        Size of the embeddings.
+
+    Returns
+    -------
+    Task
+        Its ``evaluate`` gives the held-out accuracy (the fraction of answer symbols
+        right) and the mean, over heads and sequences, of the weight on the pair the
+        query names.
+
+    Examples
+    --------
+    >>> task = multihead_retrieval_task(n_heads=4, n_kv_heads=1)
+    >>> task.name, task.config["n_kv_heads"], task.config["attention"]
+    ('multihead_retrieval', 1, 'softmax')
+    """
+    n_pairs, n_keys, n_values = _retrieval_sizes(n_pairs, n_keys, n_values)
+    n_heads, d_head, d_model, n_symbols = positive_ints(n_heads=n_heads, d_head=d_head,
+                                                        d_model=d_model, n_symbols=n_symbols)
+    n_kv_heads = optional_positive_int(n_kv_heads, "n_kv_heads", n_heads)
+    kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
+    attention, window = _options(attention, window)
+    n_codes = n_values**n_symbols
+    sizes = dict(n_keys=n_keys, n_values=n_values, d=d_model, h=n_heads, h_kv=n_kv_heads,
+                 e=d_head, f=n_symbols, he=n_heads * d_head, fc=n_symbols * n_values)
+    # init_params draws a matrix from N(0, 1/rows) and a table from N(0, 1/d): the read-out
+    # is drawn as one (h d_head, f c) matrix, the symbols' tables as one (f c, d) table.
+    flat = _sized_shapes({**MULTIHEAD_SHAPES, "value_embed": ("fc", "d"),
+                          "w_out": ("he", "fc"), "b_out": ("fc",)}, **sizes)
+    shapes = _sized_shapes(MULTIHEAD_SHAPES, **sizes)
+
+    def make_data(n: int, rng: np.random.Generator) -> RetrievalData:
+        return make_retrieval_data(n, n_pairs=n_pairs, n_keys=n_keys, n_values=n_codes,
+                                   rng=rng)
+
+    def init(rng: np.random.Generator) -> dict[str, np.ndarray]:
+        params = init_params(flat, rng)
+        return {name: params[name].reshape(shapes[name]) for name in shapes}
+
+    def loss_and_grads(params, batch):  # the loop's own arrays: checked once, by init
+        return _loss_and_grads(params, batch, attention, window)
+
+    def evaluate(params, test: RetrievalData) -> tuple[float, float]:
+        logits, weights = multihead_retrieval_forward(params, test.keys, test.values,
+                                                      test.query, attention=attention,
+                                                      window=window)
+        right = logits.argmax(axis=-1) == _digits(test.answer, n_symbols, n_values)  # (B, f)
+        on_target = weights[np.arange(len(test)), :, test.target]  # (B, h)
+        return float(right.mean()), float(on_target.mean())
+
+    config = dict(n_pairs=n_pairs, n_keys=n_keys, n_values=n_values, n_symbols=n_symbols,
+                  d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, d_head=d_head,
+                  attention=attention, window=window)
+    n_distinct = math.perm(n_keys, n_pairs) * n_codes**n_pairs * n_pairs
+    return Task("multihead_retrieval", config, n_distinct, make_data, init, loss_and_grads,
+                evaluate)
+
+
+def train_multihead_retrieval(
+    *,
+    seed: int = 0,
+    n_heads: int = 4,
+    n_kv_heads: int | None = None,
+    d_head: int = 4,
+    attention: str = "softmax",
+    window: int | None = None,
+    n_pairs: int = 6,
+    n_keys: int = 8,
+    n_values: int = 8,
+    n_symbols: int = 1,
+    d_model: int = 16,
+    steps: int = 1500,
+    batch_size: int = 64,
+    lr: float = 0.02,
+    n_train: int = 4000,
+    n_test: int = 1000,
+) -> TrainingResult:
+    r"""Train the multi-head soft dictionary (query heads sharing key/value heads) from ``seed``.
+
+    Parameters
+    ----------
+    seed : int, default 0
+        A non-negative integer; seeds the data, the initial weights and the minibatches.
+    n_heads, n_kv_heads, d_head : int
+        Query heads, key/value heads (default ``n_heads``; must divide it) and the size
+        of each head's queries, keys and values.
+    attention : {"softmax", "linear"}, default "softmax"
+    window : int, optional
+        Softmax only: the query sees only the last ``window`` pairs.
+    n_pairs, n_keys, n_values, n_symbols, d_model : int
+        As in :func:`~attention_lib.training.multihead_retrieval_task`.
+    steps, batch_size, lr, n_train, n_test
+        As in :func:`~attention_lib.training.train`.
+
+    Returns
+    -------
+    TrainingResult
+        ``accuracy``, the fraction of answer symbols right on the held-out sequences,
+        and ``target_weight``, the mean weight of the query heads on the pair the query
+        names.
+
+    Notes
+    -----
+    This is :func:`~attention_lib.training.train` on
+    :func:`~attention_lib.training.multihead_retrieval_task`. With ``n_heads=1``,
+    ``d_head=d_model``, one symbol and softmax attention the model is chapter 12's
+    :func:`~attention_lib.train_retrieval` (with its own initial weights). A decoder
+    would cache ``2 n_kv_heads d_head`` numbers per token: all the model keeps of a
+    stored pair is its key and value there.
+
+    Examples
+    --------
+    >>> result = train_multihead_retrieval(seed=0, n_heads=4, n_kv_heads=1)
+    >>> result.accuracy > 0.9, result.params["w_k"].shape
+    (True, (16, 1, 4))
+    """
+    task = multihead_retrieval_task(n_heads=n_heads, n_kv_heads=n_kv_heads, d_head=d_head,
+                                    attention=attention, window=window, n_pairs=n_pairs,
+                                    n_keys=n_keys, n_values=n_values, n_symbols=n_symbols,
+                                    d_model=d_model)
+    return train(task, seed=seed, steps=steps, batch_size=batch_size, lr=lr, n_train=n_train,
+                 n_test=n_test)
