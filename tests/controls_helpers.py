@@ -57,9 +57,20 @@ def export_model(tmp_path_factory, steps: int = 200):
     return path, json.loads(path.read_text()), result
 
 
-KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator"]
+def induction_model(seed: int = 0, scale: float = 0.5):
+    """The induction task's model with every entry random (biases too), so that its heads'
+    weights are far from uniform: (params, config)."""
+    config = al.induction_config()
+    rng = np.random.default_rng(seed)
+    params = {name: rng.normal(0.0, scale, shape) + (1.0 if name.endswith("gamma") else 0.0)
+              for name, shape in al.gpt_parameter_shapes(config).items()}
+    return params, config
+
+
+KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "induction"]
 SCRIPTS = {"saturation": "saturation.js", "query": "query.js", "retrieval": "retrieval.js",
-           "causal": "causal.js", "proj": "projection.js", "generator": "generator.js"}
+           "causal": "causal.js", "proj": "projection.js", "generator": "generator.js",
+           "induction": "induction.js"}
 
 
 def builders(doc):
@@ -72,4 +83,5 @@ def builders(doc):
         "causal": lambda: controls.causal_stepper(*causal_example(), ex.tokens),
         "proj": lambda: controls.projection_scale_explorer(ex),
         "generator": lambda: controls.text_generator(n_new=40),
+        "induction": lambda: controls.induction_playground(*induction_model()),
     }

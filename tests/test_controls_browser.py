@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from chromium import ARGS, CHROMIUM, needs_chromium
-from controls_helpers import KINDS, causal_example
+from controls_helpers import KINDS, causal_example, induction_model
 
 import attention_lib as al
 from attention_lib import _validation
@@ -601,4 +601,101 @@ def test_text_generator_refuses_prompts_and_seeds_in_the_librarys_words(chromium
                 lc.text_generator(book, prompt=prompt)
             assert message == f"Not a prompt the model reads: {str(err.value).split(': ', 1)[1]}."
         assert generated(c) == before
+    c.close()
+
+
+# --- 7. the induction playground: an attention-only GPT with rotary positions in the page ------
+
+IND_SEQUENCES = [
+    "Kd9 Zr2gHvLp Kd9 Zr2gHvLp xq",   # a segment written twice, then more tokens
+    "A",                              # one token
+    "ABAB",                           # the copy right after the first
+    "+/+/ 09az 09az",                 # the last two characters of the alphabet
+    "B" * 32,                         # the whole context, one token repeated
+    "  q\tQ\nq  ",                    # white space of several kinds, skipped
+    "Qx7mWp2 Qx7mWp2 Qx7mWp2 Qx",    # three copies
+]
+IND_BAD = ["", "A-B", "ABC!", "A" * 33, "xyz \u00e9", "A\u200bB", "  \n "]
+
+
+def check_induction(c, params, config, text, t, keep):
+    """Every head's weights from position t, the outlined copy target and the logits."""
+    ids = lc.parse_induction_sequence(text)
+    w = al.gpt_attention_weights(params, config, ids[None], head_mask=keep)[:, 0, :, t]
+    logits = al.gpt_logits(params, config, ids[None], head_mask=keep)[0, t]
+    what = f"{text!r} at t={t}, keep={keep.tolist()}"
+    assert c.root.locator(".lc-result").is_visible() and not c.texts(".lc-error")[0], what
+    assert c.root.locator(".lc-pos").input_value() == str(t), what
+    assert c.root.locator(".lc-pos").get_attribute("max") == str(ids.size - 1)
+    rows = c.root.locator(".lc-heads tbody tr")
+    assert rows.count() == config.n_layers * config.n_heads
+    target = int(lc.copy_targets(ids)[t])
+    for r in range(rows.count()):
+        layer, head = divmod(r, config.n_heads)
+        cells = rows.nth(r).locator(".lc-hw")
+        exact = [float(cells.nth(i).get_attribute("data-exact")) for i in range(cells.count())]
+        np.testing.assert_allclose(exact, w[layer, head, :t + 1], rtol=0, atol=1e-9,
+                                   err_msg=f"{what}, row {r}")
+        outlined = [i for i in range(cells.count())
+                    if "lc-target" in cells.nth(i).get_attribute("class")]
+        assert outlined == ([target] if target >= 0 else []), what
+        assert rows.nth(r).locator("th").inner_text().endswith(
+            "(removed)" if not keep[layer, head] else f"H{head + 1}")
+    shown = json.loads(c.root.locator(".lc-result").get_attribute("data-logits"))
+    np.testing.assert_allclose(shown, logits, rtol=0, atol=1e-9, err_msg=what)
+    chips = c.root.locator(".lc-ind-tokens li")
+    assert chips.count() == ids.size
+    assert "lc-new" in chips.nth(t).get_attribute("class")
+    p = al.softmax(logits)
+    summary = c.root.locator(".lc-summary").inner_text()
+    top = lc.INDUCTION_ALPHABET[int(np.argmax(p))]
+    assert f"top choice is {top} ({p.max():.3f})" in summary, (what, summary)
+    if target >= 0:
+        assert f"at position {target} (outlined)" in summary
+        assert f"probability {p[ids[target]]:.3f};" in summary
+    else:
+        assert "nothing to copy" in summary
+
+
+def test_induction_playground_equals_the_library_by_keyboard(chromium):
+    params, config = induction_model()
+    keep = np.ones((2, 2), dtype=bool)
+    c = Control(chromium, lc.induction_playground(params, config, position=14)._repr_html_())
+    check_induction(c, params, config, "Kd9 Zr2gHvLp Kd9 Zr2gHvLp xq", 14, keep)
+    for text in IND_SEQUENCES:
+        c.type_into(".lc-seq", text, enter=False)
+        check_induction(c, params, config, text, lc.parse_induction_sequence(text).size - 1,
+                        keep)
+    text = IND_SEQUENCES[-1]
+    c.press(".lc-pos", "Home")
+    check_induction(c, params, config, text, 0, keep)
+    c.press(".lc-pos", "ArrowRight", 9)
+    check_induction(c, params, config, text, 9, keep)
+    c.press(".lc-pos", "ArrowLeft", 2)
+    check_induction(c, params, config, text, 7, keep)
+    # remove heads by keyboard (Space on a check box); the view stays at the position
+    uid = c.root.get_attribute("id")
+    for layer, head in ((0, 1), (1, 0), (0, 1)):
+        c.press(f"#{uid}-rm-{layer}-{head}", " ")
+        keep[layer, head] = not keep[layer, head]
+        check_induction(c, params, config, text, 7, keep)
+    c.press(".lc-pos", "End")
+    check_induction(c, params, config, text, lc.parse_induction_sequence(text).size - 1, keep)
+    c.close()
+
+
+def test_induction_playground_refuses_in_the_librarys_words(chromium):
+    params, config = induction_model(seed=1)
+    c = Control(chromium, lc.induction_playground(params, config)._repr_html_())
+    for text in IND_BAD:
+        with pytest.raises(ValueError) as info:
+            lc.parse_induction_sequence(text)
+        reason = str(info.value).split(": ", 1)[1]
+        c.root.locator(".lc-seq").fill(text)  # as a paste would, characters kept
+        message = c.root.locator(".lc-error").inner_text()
+        assert message == f"Not a sequence the model reads: {reason}.", (text, message)
+        assert not c.root.locator(".lc-result").is_visible(), text
+        assert c.root.locator(".lc-seq").get_attribute("aria-invalid") == "true"
+    c.type_into(".lc-seq", "ABAB", enter=False)
+    check_induction(c, params, config, "ABAB", 3, np.ones((2, 2), dtype=bool))
     c.close()

@@ -24,6 +24,7 @@ from controls_helpers import (
     data_json,
     elements,
     export_model,
+    induction_model,
 )
 
 import attention_lib as al
@@ -90,6 +91,8 @@ def test_ids_are_stable_and_distinct(doc):
         (lambda **kw: controls.retrieval_playground(doc, **kw), {"sequence": "a1 ? a"}),
         (lambda **kw: controls.causal_stepper(q, k, v, **kw), {"start": 2}),
         (lambda **kw: controls.projection_scale_explorer(ex, **kw), {"scale": 2.0}),
+        (lambda **kw: controls.induction_playground(*induction_model(), **kw),
+         {"sequence": "ABAB"}),
     ]
     seen = set()
     for build, other in pairs:

@@ -77,21 +77,19 @@ def test_held_out_sequences_are_not_the_training_sequences():
 
 # ---------------------------------------------------------------- the scores
 
-def test_scores_equal_a_loop_over_positions():
-    params = _random_params(SMALL)
-    data = _small_data()
-    scores = tr.induction_scores(params, SMALL, data=data)
+def _loop_scores(params, config, data):
+    """The scores and losses of induction_scores, position by position."""
     x, y = data.tokens[:, :-1], data.tokens[:, 1:]
-    w = al.gpt_attention_weights(params, SMALL, x)  # (L, B, h, T, T)
-    logits = al.gpt_logits(params, SMALL, x)
+    w = al.gpt_attention_weights(params, config, x)  # (L, B, h, T, T)
+    logits = al.gpt_logits(params, config, x)
     B, T = x.shape
-    previous = np.zeros((2, 2))
-    induction = np.zeros((2, 2))
+    shape = (config.n_layers, config.n_heads)
+    previous, induction = np.zeros(shape), np.zeros(shape)
     first, second, n_induction = [], [], 0
     for b in range(B):
         s, L = int(data.start[b]), int(data.period[b])
         for t in range(T):
-            z = logits[b, t]
+            z = logits[b, t].astype(np.float64)
             nll = math.log(np.exp(z - z.max()).sum()) + z.max() - z[y[b, t]]
             if s <= t <= s + L - 2:
                 first.append(nll)
@@ -103,12 +101,45 @@ def test_scores_equal_a_loop_over_positions():
                 n_induction += 1
             if t >= 1:
                 previous += w[:, b, :, t, t - 1] / (B * (T - 1))
+    return previous, induction / n_induction, np.mean(first), np.mean(second)
+
+
+def test_scores_equal_a_loop_over_positions():
+    params = _random_params(SMALL)
+    data = _small_data()
+    scores = tr.induction_scores(params, SMALL, data=data)
+    previous, induction, first, second = _loop_scores(params, SMALL, data)
     np.testing.assert_allclose(scores.previous_token, previous, rtol=1e-12)
-    np.testing.assert_allclose(scores.induction, induction / n_induction, rtol=1e-12)
-    assert scores.first_half_loss == pytest.approx(np.mean(first), rel=1e-12)
-    assert scores.second_half_loss == pytest.approx(np.mean(second), rel=1e-12)
-    assert scores.n_sequences == B
+    np.testing.assert_allclose(scores.induction, induction, rtol=1e-12)
+    assert scores.first_half_loss == pytest.approx(first, rel=1e-12)
+    assert scores.second_half_loss == pytest.approx(second, rel=1e-12)
+    assert scores.n_sequences == len(data)
     assert 0.0 < scores.previous_token.min() and scores.induction.max() < 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_any_gpt_is_scored_on_a_segment_written_twice(dtype):
+    # How chapter 19 measures the book's language model: a whole GPT (feed-forward layers,
+    # learned positions, float32 weights), on random tokens that are one segment written
+    # twice and nothing else (min_period = max_period = length / 2).
+    config = al.GPTConfig(vocab_size=7, context=11, d_model=8, n_layers=3, n_heads=2)
+    params = {k: a.astype(dtype) for k, a in _random_params(config, seed=5).items()}
+    data = tr.make_induction_data(6, length=12, vocab_size=7, min_period=6, max_period=6,
+                                  rng=np.random.default_rng(2))
+    assert (data.start == 0).all() and (data.period == 6).all()
+    assert np.array_equal(data.tokens[:, :6], data.tokens[:, 6:])
+    scores = tr.induction_scores(params, config, data=data)
+    previous, induction, first, second = _loop_scores(params, config, data)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(scores.previous_token, previous, rtol=rtol)
+    np.testing.assert_allclose(scores.induction, induction, rtol=rtol)
+    assert scores.first_half_loss == pytest.approx(first, rel=rtol)
+    assert scores.second_half_loss == pytest.approx(second, rel=rtol)
+    assert scores.previous_token.shape == (3, 2)
+    with pytest.raises(ValueError, match="^data has sequences of 13 tokens"):
+        tr.induction_scores(params, config, data=tr.make_induction_data(
+            2, length=13, vocab_size=7, min_period=6, max_period=6,
+            rng=np.random.default_rng(0)))
 
 
 # ---------------------------------------------------------------- ablation

@@ -22,6 +22,10 @@ One module per control, its script beside it in ``assets/``:
   keys it may use and the key-value cache (chapter 5);
 - :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 12 on
   a sequence the reader types (:func:`parse_retrieval_sequence` reads it);
+- :func:`induction_playground` (``induction``): the attention-only GPT that formed an induction
+  head (chapter 19) on tokens the reader types, each head's weights from a chosen position,
+  with heads removable (:func:`parse_induction_sequence` reads the tokens, one character of
+  :data:`INDUCTION_ALPHABET` each; :func:`copy_targets` says where copying points);
 - :func:`text_generator` (``generator``): the book's trained GPT continuing a prompt in the
   page, and where each head looked (chapters 15 and 16); it samples with
   :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does.
@@ -35,16 +39,26 @@ from __future__ import annotations
 from .causal import causal_stepper
 from .element import ControlElement
 from .generator import mulberry32, text_generator
+from .induction import (
+    INDUCTION_ALPHABET,
+    copy_targets,
+    induction_playground,
+    parse_induction_sequence,
+)
 from .projection import projection_scale_explorer
 from .query import query_picker
 from .retrieval import SEPARATOR, parse_retrieval_sequence, retrieval_playground
 from .saturation import saturation_explorer
 
 __all__ = [
+    "INDUCTION_ALPHABET",
     "SEPARATOR",
     "ControlElement",
     "causal_stepper",
+    "copy_targets",
+    "induction_playground",
     "mulberry32",
+    "parse_induction_sequence",
     "parse_retrieval_sequence",
     "projection_scale_explorer",
     "query_picker",

@@ -104,6 +104,22 @@ TEMPLATES: dict[str, str] = {
     "head_row": ('<tr><th scope="row">L{layer} H{head}</th><td class="lc-strip">{cells}</td>'
                  '<td class="lc-num lc-wrap"><span class="lc-top">{char}</span> {back} back, '
                  '<span class="lc-weight" data-exact="{exact}">{weight}</span></td></tr>'),
+    # the induction playground: a token shaded by a head's weight (the copy target
+    # outlined), one head's row, and what copying predicts at the position looked from
+    "ind_cell": ('<span class="lc-hw{cls}" style="--w: {w}" data-exact="{exact}">{char}'
+                 '</span>'),
+    "ind_head_row": ('<tr class="{cls}"><th scope="row">L{layer} H{head}{note}</th><td '
+                     'class="lc-strip">{cells}</td><td class="lc-num lc-wrap"><span '
+                     'class="lc-top">{char}</span> {back} back, <span class="lc-weight" '
+                     'data-exact="{exact}">{weight}</span></td></tr>'),
+    "ind_copy": ('Position {t} holds <strong>{token}</strong>, which stood before at position '
+                 '{j}; the token after it there, <strong>{next}</strong> at position {k} '
+                 '(outlined), is what copying predicts. The model gives it probability '
+                 '<span class="lc-p-copy">{p_copy}</span>; its top choice is '
+                 '<strong>{top}</strong> (<span class="lc-p-top">{p_top}</span>).'),
+    "ind_fresh": ('Position {t} holds <strong>{token}</strong>, which has not appeared '
+                  'before: there is nothing to copy. The model\'s top choice is '
+                  '<strong>{top}</strong> (<span class="lc-p-top">{p_top}</span>).'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
     "sequence_error": "Not a sequence the model reads: {problem}.",
@@ -249,7 +265,7 @@ def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str, script: st
              ) -> ControlElement:
     """The element: root with its data and templates, style, title, body, note and script."""
     data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
-    if {"heat_cell", "gen_cell"} & set(templates):
+    if {"heat_cell", "gen_cell", "ind_cell"} & set(templates):
         data["dark_from"] = HEAT_DARK_FROM
     attrs = " ".join(f'data-{name.replace("_", "-")}="{to_attr(value)}"'
                      for name, value in data.items())

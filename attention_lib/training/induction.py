@@ -149,9 +149,14 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
     ----------
     params : dict of str to numpy.ndarray
     config : GPTConfig
-        The model reads ``tokens[:, :-1]`` of each sequence (``context + 1`` tokens).
+        Any GPT, not only the induction model: the book's language model is measured so
+        (chapter 19). The model reads ``tokens[:, :-1]`` of each sequence (``context + 1``
+        tokens at most).
     data : InductionData, optional
-        The sequences to measure on. By default ``n_sequences`` fresh ones of
+        The sequences to measure on, of any length up to ``context + 1`` and with tokens
+        of the model's vocabulary; ``make_induction_data(n, length=2 * L, min_period=L,
+        max_period=L, ...)`` gives random tokens that are one segment written twice and
+        nothing else. By default ``n_sequences`` fresh ones of
         :func:`~attention_lib.training.make_induction_data`, drawn from the generator
         ``default_rng(SeedSequence([seed, 2]))``, a stream no training run draws from
         (the training batches of seed ``s`` come from ``SeedSequence([s, 1])``).

@@ -1,0 +1,192 @@
+/* The induction playground: the attention-only GPT of attention_lib.gpt on the typed tokens,
+   as gpt_attention_weights and gpt_logits compute it (with head_mask), in double precision
+   from the float64 weights carried by the element. */
+const CFG = DATA("config"), LAYOUT = DATA("layout"), ALPHABET = DATA("alphabet");
+const SPAN = DATA("span"), MESSAGES = DATA("messages");
+const SEPARATOR = new RegExp(DATA("separator"), "g");
+const say = (name, slots) => fillText(MESSAGES[name], slots);
+const field = $(".lc-seq"), error = $(".lc-error"), out = $(".lc-result");
+const slider = $(".lc-pos"), posValue = $(".lc-pos-value"), boxes = $$(".lc-remove");
+const chips = $(".lc-ind-tokens"), summary = $(".lc-summary"), headBody = $(".lc-heads tbody");
+const D = CFG.d_model, H = CFG.n_heads, DH = D / H, EPS = 1e-5, BASE = 10000;
+let run = null;  /* the sequence shown: ids, weights [l][h][t][j], logits [t][v], targets */
+
+/* the float64 weights, little-endian, by name: {shape, data} */
+const W = (function () {
+  const text = atob(DATA("weights"));
+  const bytes = new Uint8Array(text.length);
+  for (let i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
+  const view = new DataView(bytes.buffer), params = {};
+  LAYOUT.forEach(([name, shape, offset]) => {
+    const size = shape.reduce((a, b) => a * b, 1), data = new Float64Array(size);
+    for (let i = 0; i < size; i++) { data[i] = view.getFloat64(8 * (offset + i), true); }
+    params[name] = { shape: shape, data: data };
+  });
+  return params;
+})();
+
+/* The same rules, in the same order and words, as the library's _sequence_problem. */
+function parse(text) {
+  const chars = [...text.replace(SEPARATOR, "")];
+  if (chars.length === 0) {
+    return { problem: say("empty", { example: ALPHABET.slice(0, 4) + ALPHABET.slice(0, 4) }) };
+  }
+  const bad = [...new Set(chars.filter((c) => !ALPHABET.includes(c)))];
+  if (bad.length) {
+    return { problem: say("not_token", { n: ALPHABET.length, span: SPAN,
+                                         chars: bad.map((c) => JSON.stringify(c)).join(" ") }) };
+  }
+  if (chars.length > CFG.context) {
+    return { problem: say("too_long", { most: CFG.context, n: chars.length }) };
+  }
+  return { ids: chars.map((c) => ALPHABET.indexOf(c)) };
+}
+/* attention_lib.controls.copy_targets: after the last earlier occurrence, or -1 */
+function copyTargets(ids) {
+  const last = new Map();
+  return ids.map((tok, t) => {
+    const k = last.has(tok) ? last.get(tok) + 1 : -1;
+    last.set(tok, t);
+    return k;
+  });
+}
+/* x (n,) @ m (n, e) + b (e,), m row-major */
+function linear(x, m, b) {
+  const e = m.shape[1], y = new Float64Array(e);
+  for (let i = 0; i < x.length; i++) {
+    const xi = x[i], row = i * e;
+    for (let j = 0; j < e; j++) { y[j] += xi * m.data[row + j]; }
+  }
+  if (b) { for (let j = 0; j < e; j++) { y[j] += b.data[j]; } }
+  return y;
+}
+/* layer norm over the vector, population variance, as attention_lib.gpt.layers */
+function layerNorm(x, gamma, beta) {
+  let mu = 0; for (let i = 0; i < x.length; i++) { mu += x[i]; } mu /= x.length;
+  let v = 0; for (let i = 0; i < x.length; i++) { v += (x[i] - mu) * (x[i] - mu); } v /= x.length;
+  const rstd = 1 / Math.sqrt(v + EPS), y = new Float64Array(x.length);
+  for (let i = 0; i < x.length; i++) { y[i] = (x[i] - mu) * rstd * gamma.data[i] + beta.data[i]; }
+  return y;
+}
+/* attention_lib.apply_rotary on every head's slice of the row at position `pos`: pair i of a
+   head turns by pos * BASE^(-2i / d_head) */
+function rotate(row, pos) {
+  for (let h = 0; h < H; h++) {
+    for (let i = 0; i < DH / 2; i++) {
+      const theta = pos * Math.pow(BASE, -2 * i / DH), c = Math.cos(theta), s = Math.sin(theta);
+      const a = row[h * DH + 2 * i], b = row[h * DH + 2 * i + 1];
+      row[h * DH + 2 * i] = a * c - b * s;
+      row[h * DH + 2 * i + 1] = a * s + b * c;
+    }
+  }
+}
+/* Every position at once: the weights of every head and the logits, heads scaled by keep. */
+function forward(ids, keep) {
+  const T = ids.length;
+  const x = ids.map((tok, t) => {
+    const row = W.wte.data.slice(tok * D, tok * D + D);
+    if (CFG.positions === "learned") { for (let i = 0; i < D; i++) { row[i] += W.wpe.data[t * D + i]; } }
+    return row;
+  });
+  const weights = [];
+  for (let l = 0; l < CFG.n_layers; l++) {
+    const p = "blocks." + l + ".";
+    const a = x.map((row) => layerNorm(row, W[p + "ln1.gamma"], W[p + "ln1.beta"]));
+    const q = a.map((r) => linear(r, W[p + "attn.w_q"], W[p + "attn.b_q"]));
+    const k = a.map((r) => linear(r, W[p + "attn.w_k"], W[p + "attn.b_k"]));
+    const v = a.map((r) => linear(r, W[p + "attn.w_v"], W[p + "attn.b_v"]));
+    if (CFG.positions === "rope") { q.forEach(rotate); k.forEach(rotate); }
+    const merged = x.map(() => new Float64Array(D)), layer = [];
+    const inv = 1 / Math.sqrt(DH);
+    for (let h = 0; h < H; h++) {
+      const lo = h * DH, rows = [];
+      for (let t = 0; t < T; t++) {
+        const scores = [];
+        for (let j = 0; j <= t; j++) {
+          let s = 0; for (let c = 0; c < DH; c++) { s += q[t][lo + c] * inv * k[j][lo + c]; }
+          scores.push(s);
+        }
+        const w = softmax(scores);
+        for (let c = 0; c < DH; c++) {
+          let z = 0; for (let j = 0; j <= t; j++) { z += w[j] * v[j][lo + c]; }
+          merged[t][lo + c] = z * keep[l][h];
+        }
+        rows.push(w);
+      }
+      layer.push(rows);
+    }
+    weights.push(layer);
+    merged.forEach((m, t) => {
+      const y = linear(m, W[p + "attn.w_o"], W[p + "attn.b_o"]);
+      for (let i = 0; i < D; i++) { x[t][i] += y[i]; }
+    });
+  }
+  const logits = x.map((row) => {
+    const f = layerNorm(row, W["ln_f.gamma"], W["ln_f.beta"]), z = new Array(CFG.vocab_size);
+    for (let c = 0; c < CFG.vocab_size; c++) {
+      let s = 0; for (let i = 0; i < D; i++) { s += f[i] * W.wte.data[c * D + i]; } z[c] = s;
+    }
+    return z;
+  });
+  return { weights: weights, logits: logits };
+}
+function argmax(xs) { let best = 0; xs.forEach((x, i) => { if (x > xs[best]) { best = i; } }); return best; }
+function show(pos) {
+  const ids = run.ids, chars = ids.map((i) => ALPHABET[i]), k = run.targets[pos];
+  slider.value = pos;
+  posValue.textContent = "t = " + pos;
+  chips.innerHTML = chars.map((c, j) => fill("token_chip", {
+    j: j, token: esc(c), tail: "",
+    cls: [["lc-new", j === pos], ["lc-target", j === k], ["lc-future", j > pos]]
+      .filter((e) => e[1]).map((e) => e[0]).join(" ") })).join("");
+  const logits = run.logits[pos], p = softmax(logits), top = argmax(p);
+  const slots = { t: pos, token: esc(chars[pos]), top: esc(ALPHABET[top]), p_top: fmt(p[top], 3) };
+  summary.innerHTML = k >= 0
+    ? fill("ind_copy", Object.assign({ j: k - 1, k: k, next: esc(chars[k]),
+                                       p_copy: fmt(p[ids[k]], 3) }, slots))
+    : fill("ind_fresh", slots);
+  const rows = [];
+  for (let l = 0; l < CFG.n_layers; l++) {
+    for (let h = 0; h < H; h++) {
+      const w = run.weights[l][h][pos], best = argmax(w), removed = run.keep[l][h] === 0;
+      const cells = w.map((x, j) => fill("ind_cell", {
+        cls: (x >= DARK_FROM ? " lc-dark" : "") + (j === k ? " lc-target" : ""),
+        w: fmt(x, 4), exact: x, char: esc(chars[j]) })).join("");
+      rows.push(fill("ind_head_row", { layer: l + 1, head: h + 1, cls: removed ? "lc-off" : "",
+        note: removed ? " (removed)" : "", cells: cells, char: esc(chars[best]),
+        back: pos - best, exact: w[best], weight: fmt(w[best], 2) }));
+    }
+  }
+  headBody.innerHTML = rows.join("");
+  out.dataset.logits = JSON.stringify(logits);
+}
+function keepMask() {
+  const keep = [];
+  for (let l = 0; l < CFG.n_layers; l++) { keep.push(new Array(H).fill(1)); }
+  boxes.forEach((b) => { if (b.checked) { keep[Number(b.dataset.layer)][Number(b.dataset.head)] = 0; } });
+  return keep;
+}
+/* Read the box; if it holds a sequence, run the model and show position `pos` (the last
+   token when null). */
+function update(pos) {
+  const s = parse(field.value);
+  if (s.problem) {
+    error.textContent = fill("sequence_error", { problem: s.problem });
+    field.setAttribute("aria-invalid", "true");
+    out.hidden = true;
+    run = null;
+    return;
+  }
+  error.textContent = ""; field.removeAttribute("aria-invalid");
+  const keep = keepMask(), f = forward(s.ids, keep);
+  run = { ids: s.ids, keep: keep, weights: f.weights, logits: f.logits,
+          targets: copyTargets(s.ids) };
+  slider.max = s.ids.length - 1;
+  out.hidden = false;
+  show(pos === null ? s.ids.length - 1 : Math.min(pos, s.ids.length - 1));
+}
+activate();
+field.addEventListener("input", () => update(null));
+slider.addEventListener("input", () => { if (run) { show(Number(slider.value)); } });
+boxes.forEach((b) => b.addEventListener("change", () => update(Number(slider.value))));
+update(Number(slider.value));
