@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html as html_lib
 import json
 import re
@@ -57,9 +58,21 @@ def export_model(tmp_path_factory, steps: int = 200):
     return path, json.loads(path.read_text()), result
 
 
-KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator"]
-SCRIPTS = {"saturation": "saturation.js", "query": "query.js", "retrieval": "retrieval.js",
-           "causal": "causal.js", "proj": "projection.js", "generator": "generator.js"}
+KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "coreference",
+         "translation"]
+#: Each kind's asset scripts, in the order the element runs them (after common.js).
+SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
+           "retrieval": ("retrieval.js",), "causal": ("causal.js",), "proj": ("projection.js",),
+           "generator": ("generator.js",), "coreference": ("transformer.js", "coreference.js"),
+           "translation": ("transformer.js", "translation.js")}
+
+
+@functools.cache
+def trained_models():
+    """Short training runs of the coreference encoder and the translator (the page's
+    forward pass is compared with the library's, not the models' quality)."""
+    return al.train_coreference_model(seed=0, steps=40), al.train_translation_model(seed=0,
+                                                                                    steps=40)
 
 
 def builders(doc):
@@ -72,4 +85,6 @@ def builders(doc):
         "causal": lambda: controls.causal_stepper(*causal_example(), ex.tokens),
         "proj": lambda: controls.projection_scale_explorer(ex),
         "generator": lambda: controls.text_generator(n_new=40),
+        "coreference": lambda: controls.coreference_explorer(trained_models()[0]),
+        "translation": lambda: controls.translation_explorer(trained_models()[1]),
     }

@@ -37,8 +37,8 @@ def test_each_target_word_translates_the_source_word_it_is_aligned_to(corpus):
         for j, i in enumerate(alignment):  # an adjective right after its noun
             if s[i] in tr.ADJECTIVES:
                 assert s[alignment[j - 1]] in tr.NOUNS and alignment[j - 1] == i + 1
-    assert al.translate_by_rule("a small fox calls the old king") == (
-        "un vulpo peti lo rego senu vokas", [0, 2, 1, 4, 6, 5, 3])
+    assert al.translate_by_rule("a small fox calls the tall king") == (
+        "un vulpo peti lo rego alta vokas", [0, 2, 1, 4, 6, 5, 3])
     assert al.translate_by_rule("the dog sees a cat") == ("lo kanu un miro vidas",
                                                          [0, 1, 3, 4, 2])
 
@@ -95,7 +95,7 @@ def _logits(model, examples):
 def test_greedy_decoding_is_the_argmax_again_and_again():
     model = al.init_translation_model(seed=3, std=0.8)
     vocab = tr.vocabularies()[1]
-    sources = ["the big dog sees a cat", "a fox likes the old king", "the bird finds a horse"]
+    sources = ["the big dog sees a cat", "a fox likes the tall king", "the bird finds a horse"]
     said = model.translate_many(sources)
     for source, out in zip(sources, said, strict=True):
         words = []
@@ -118,8 +118,8 @@ def test_cross_attention_rows_are_the_positions_that_predict_each_word():
     w = model.cross_attention(source, target)
     assert w.shape == (2, 2, 6, 6)
     np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-12)
-    longer = model.cross_attention_many([(source, target), ("a fox likes the old king",
-                                                            "un vulpo lo rego senu amas")])
+    longer = model.cross_attention_many([(source, target), ("a fox likes the tall king",
+                                                            "un vulpo lo rego alta amas")])
     np.testing.assert_allclose(longer[0], w, rtol=1e-12, atol=1e-15)
     # the row that predicts word j reads words < j only: the later words do not change it
     cut = model.cross_attention(source, "lo kanu gran")

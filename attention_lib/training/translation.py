@@ -51,7 +51,7 @@ __all__ = ["TranslationModel", "init_translation_model", "train_translation_mode
 DETERMINERS = {"the": "lo", "a": "un"}
 NOUNS = {"dog": "kanu", "cat": "miro", "bird": "pipo", "horse": "equa", "fox": "vulpo",
          "child": "nino", "farmer": "agro", "king": "rego"}
-ADJECTIVES = {"big": "gran", "small": "peti", "old": "senu", "young": "jova", "red": "ruba",
+ADJECTIVES = {"big": "gran", "small": "peti", "tall": "alta", "young": "jova", "red": "ruba",
               "black": "nera"}
 VERBS = {"sees": "vidas", "follows": "sekvas", "helps": "helpas", "finds": "trovas",
          "calls": "vokas", "likes": "amas"}
