@@ -110,6 +110,19 @@ def test_greedy_decoding_is_the_argmax_again_and_again():
             words.append(best)
         assert out == " ".join(words)
         assert model.translate(source) == out
+        # the same steps through next_word_probabilities
+        steps = []
+        while len(steps) < 7:
+            p = model.next_word_probabilities(source, " ".join(steps))
+            assert set(p) == set(vocab[vocab.index(tr.EOS):])
+            assert sum(p.values()) == pytest.approx(1.0, abs=1e-12)
+            best = max(p, key=p.get)
+            if best == tr.EOS:
+                break
+            steps.append(best)
+        assert " ".join(steps) == out
+    with pytest.raises(ValueError, match="at most 6"):
+        model.next_word_probabilities(sources[0], "lo lo lo lo lo lo lo")
 
 
 def test_cross_attention_rows_are_the_positions_that_predict_each_word():

@@ -346,6 +346,46 @@ class TranslationModel:
         return [" ".join(tgt_vocab[i] for i in t_in[b, 1:lengths[b] + 1])
                 for b in range(len(t_in))]
 
+    def next_word_probabilities(self, source: str, prefix: str = "") -> dict[str, float]:
+        """The decoder's probability of each possible next word after ``prefix``.
+
+        Parameters
+        ----------
+        source : str
+        prefix : str
+            The target words written so far (none at first), at most six.
+
+        Returns
+        -------
+        dict of str to float
+            Every word of the toy language and the end mark ``"</s>"``, with its
+            probability (they sum to 1 over these; the padding and the start mark, never
+            targets, are left out). Greedy decoding takes the most probable.
+
+        Examples
+        --------
+        >>> p = init_translation_model().next_word_probabilities("the dog sees a cat")
+        >>> len(p), round(sum(p.values()), 6)
+        (23, 1.0)
+        """
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix={prefix!r}; expected a str of target words")
+        words = prefix.split()
+        if len(words) > TARGET_CONTEXT - 2:
+            raise ValueError(f"prefix={prefix!r} has {len(words)} words; expected at most "
+                             f"{TARGET_CONTEXT - 2}")
+        batch = _encode([source], [prefix] if words else None)
+        step = len(words)
+        batch = TranslationBatch(batch.source, batch.source_lengths, batch.target_in,
+                                 batch.target_in, np.array([step + 1]))
+        logits, _, _ = _forward(self.params, self.configs, batch)
+        tgt_vocab = vocabularies()[1]
+        eos = tgt_vocab.index(EOS)
+        z = logits[0, step, eos:]  # the end mark and the words
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        return {w: float(x) for w, x in zip(tgt_vocab[eos:], p, strict=True)}
+
     def translate(self, source: str, *, cross_head_mask: Any = None) -> str:
         """The greedy translation of one source sentence.
 
