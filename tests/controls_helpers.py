@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html as html_lib
 import json
 import re
@@ -67,10 +68,22 @@ def induction_model(seed: int = 0, scale: float = 0.5):
     return params, config
 
 
-KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "induction"]
-SCRIPTS = {"saturation": "saturation.js", "query": "query.js", "retrieval": "retrieval.js",
-           "causal": "causal.js", "proj": "projection.js", "generator": "generator.js",
-           "induction": "induction.js"}
+KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "induction",
+         "coreference", "translation"]
+#: Each kind's asset scripts, in the order the element runs them (after common.js).
+SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
+           "retrieval": ("retrieval.js",), "causal": ("causal.js",), "proj": ("projection.js",),
+           "generator": ("generator.js",), "induction": ("induction.js",),
+           "coreference": ("transformer.js", "coreference.js"),
+           "translation": ("transformer.js", "translation.js")}
+
+
+@functools.cache
+def trained_models():
+    """Short training runs of the coreference encoder and the translator (the page's
+    forward pass is compared with the library's, not the models' quality)."""
+    return al.train_coreference_model(seed=0, steps=40), al.train_translation_model(seed=0,
+                                                                                    steps=40)
 
 
 def builders(doc):
@@ -84,4 +97,6 @@ def builders(doc):
         "proj": lambda: controls.projection_scale_explorer(ex),
         "generator": lambda: controls.text_generator(n_new=40),
         "induction": lambda: controls.induction_playground(*induction_model()),
+        "coreference": lambda: controls.coreference_explorer(trained_models()[0]),
+        "translation": lambda: controls.translation_explorer(trained_models()[1]),
     }

@@ -698,4 +698,115 @@ def test_induction_playground_refuses_in_the_librarys_words(chromium):
         assert c.root.locator(".lc-seq").get_attribute("aria-invalid") == "true"
     c.type_into(".lc-seq", "ABAB", enter=False)
     check_induction(c, params, config, "ABAB", 3, np.ones((2, 2), dtype=bool))
+# --- 7. the trained coreference encoder and the toy translator in the page --------------------
+
+def choose(c: Control, selector: str, value: str) -> None:
+    """Pick ``value`` in a list by keyboard: Home, then ArrowDown to it."""
+    values = c.root.locator(f"{selector} option").evaluate_all("els => els.map(e => e.value)")
+    c.press(selector, "Home")
+    c.press(selector, "ArrowDown", values.index(value))
+    assert c.root.locator(selector).input_value() == value
+
+
+@pytest.fixture(scope="module")
+def models():
+    from controls_helpers import trained_models
+
+    return trained_models()
+
+
+COREF_PICKS = [
+    {"first": "animal", "verb": "cross", "second": "street", "adjective": "wide"},
+    {"first": "dog", "verb": "chase", "second": "cat", "adjective": "fast"},
+    {"first": "girl", "verb": "walk across", "second": "park", "adjective": "sleepy"},
+    {"first": "street", "verb": "follow", "second": "horse", "adjective": "muddy"},  # no corpus
+]
+
+
+def test_coreference_explorer_equals_the_library(chromium, models):
+    from attention_lib.controls.coreference import MESSAGES, sentence_status
+    from attention_lib.training.coreference import FRAME
+
+    model = models[0]
+    c = Control(chromium, lc.coreference_explorer(model)._repr_html_())
+    for picks in COREF_PICKS:
+        for slot in ("first", "verb", "second", "adjective"):
+            if c.root.locator(f".lc-{slot}").input_value() != picks[slot]:
+                choose(c, f".lc-{slot}", picks[slot])
+        c.page.wait_for_function("([r, shown]) => r.dataset.shown === shown",
+                                 arg=[c.root.element_handle(),
+                                      json.dumps(picks, separators=(",", ":"))],
+                                 timeout=60_000)
+        sentence = FRAME.format(**picks)
+        assert c.texts(".lc-sentence") == [sentence]
+        p = model.probabilities([sentence])[0]
+        shown = json.loads(c.root.locator(".lc-result").get_attribute("data-probabilities"))
+        np.testing.assert_allclose(shown, p, rtol=0, atol=1e-10, err_msg=sentence)
+        answer = c.texts(".lc-said")[0]
+        assert answer == model.predict(sentence)
+        assert f"(probability {p.max():.2f})" in c.texts(".lc-answer")[0]
+        w = model.it_weights(sentence)  # (L, h, n): the table has a row per word
+        n = len(sentence.split())
+        np.testing.assert_allclose(c.exact(".lc-heat-cell"), w.reshape(-1, n).T.ravel(),
+                                   rtol=0, atol=1e-10, err_msg=sentence)
+        assert_shown(c.floats(".lc-heat-cell"), w.reshape(-1, n).T.ravel(), 2, sentence)
+        assert c.texts(".lc-where") == [f"This is {MESSAGES[sentence_status(**picks)]}."]
+    c.close()
+
+
+def test_coreference_explorer_refuses_one_noun_twice(chromium, models):
+    c = Control(chromium, lc.coreference_explorer(models[0])._repr_html_())
+    choose(c, ".lc-second", "animal")
+    assert c.texts(".lc-error") == [lc.coreference.MESSAGES["same"]]
+    assert not c.root.locator(".lc-result").is_visible()
+    assert c.root.locator(".lc-first").get_attribute("aria-invalid") == "true"
+    with pytest.raises(ValueError, match="two different nouns"):
+        lc.coreference_explorer(models[0], second="animal")
+    choose(c, ".lc-second", "road")
+    c.page.wait_for_function("(r) => r.dataset.shown && !r.querySelector('.lc-result').hidden",
+                             arg=c.root.element_handle(), timeout=60_000)
+    assert c.texts(".lc-error") == [""] and c.root.locator(".lc-first").get_attribute(
+        "aria-invalid") is None
+    c.close()
+
+
+TRANSLATION_PICKS = [
+    ("a tall farmer follows the young child", (1, 0)),
+    ("the dog sees a cat", (1, 1)),
+    ("the small bird likes the small bird", (0, 0)),
+    ("a red king calls a black horse", (1, 0)),
+]
+
+
+def test_translation_explorer_equals_the_library(chromium, models):
+    model = models[1]
+    c = Control(chromium, lc.translation_explorer(model)._repr_html_())
+    for source, head in TRANSLATION_PICKS:
+        slots = lc.parse_translation_source(source)
+        for name, value in slots.items():
+            if c.root.locator(f".lc-{name}").input_value() != value:
+                choose(c, f".lc-{name}", value)
+        choose(c, ".lc-head", f"{head[0]},{head[1]}")
+        said = model.translate(source)
+        c.page.wait_for_function(
+            "([r, s]) => r.dataset.translation !== undefined && "
+            "r.querySelector('.lc-source').textContent === s",
+            arg=[c.root.element_handle(), source], timeout=60_000)
+        assert c.root.get_attribute("data-translation") == said
+        assert c.texts(".lc-translation") == [said]
+        rule, alignment = al.translate_by_rule(source)
+        assert c.texts(".lc-rule") == [rule]
+        w = model.cross_attention(source, said)[head] if said else np.zeros((0, 0))
+        np.testing.assert_allclose(c.exact(".lc-heat-cell"), w.ravel(), rtol=0, atol=1e-10,
+                                   err_msg=source)
+        assert_shown(c.floats(".lc-heat-cell"), w.ravel(), 2, source)
+        gold = c.root.locator(".lc-heat-cell.lc-gold")
+        cells = c.root.locator(".lc-heat-cell")
+        marked = {i for i in range(cells.count())
+                  if "lc-gold" in (cells.nth(i).get_attribute("class") or "")}
+        expected = {j * len(source.split()) + alignment[j]
+                    for j, word in enumerate(said.split())
+                    if j < len(rule.split()) and rule.split()[j] == word}
+        assert marked == expected and gold.count() == len(expected)
+        assert f"layer {head[0] + 1}, head {head[1] + 1}" in c.root.inner_text()
     c.close()

@@ -25,6 +25,7 @@ from controls_helpers import (
     elements,
     export_model,
     induction_model,
+    trained_models,
 )
 
 import attention_lib as al
@@ -52,7 +53,7 @@ def test_every_control_is_self_contained_and_uses_the_asset_files(doc, kind):
     assert opening.count("<script>") == 1 and markup.count("</script>") == len(opening)
     assert all(tag == "<script>" or 'type="application/octet-stream"' in tag for tag in opening)
     assert f"<style>{css}</style>" in markup
-    own = ASSETS.joinpath(SCRIPTS[kind]).read_text(encoding="utf-8")
+    own = "".join(ASSETS.joinpath(name).read_text(encoding="utf-8") for name in SCRIPTS[kind])
     assert common + own in markup, f"{kind}: script not taken from its asset files"
     uid = re.match(r'<div class="lc-root lc-\w+" id="([^"]+)"', markup).group(1)
     assert f"document.getElementById({json.dumps(uid)})" in markup
@@ -63,7 +64,8 @@ def test_every_control_is_self_contained_and_uses_the_asset_files(doc, kind):
 
 def test_every_asset_is_used_by_a_control():
     shipped = sorted(p.name for p in ASSETS.iterdir())
-    assert shipped == sorted(["controls.css", "common.js", *SCRIPTS.values()])
+    scripts = {name for names in SCRIPTS.values() for name in names}
+    assert shipped == sorted(["controls.css", "common.js", *scripts])
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -93,6 +95,10 @@ def test_ids_are_stable_and_distinct(doc):
         (lambda **kw: controls.projection_scale_explorer(ex, **kw), {"scale": 2.0}),
         (lambda **kw: controls.induction_playground(*induction_model(), **kw),
          {"sequence": "ABAB"}),
+        (lambda **kw: controls.coreference_explorer(trained_models()[0], **kw),
+         {"adjective": "wide"}),
+        (lambda **kw: controls.translation_explorer(trained_models()[1], **kw),
+         {"head": (0, 0)}),
     ]
     seen = set()
     for build, other in pairs:
@@ -120,7 +126,8 @@ def test_labels_are_escaped_in_every_control():
 
 # --- the markup, once -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(SCRIPTS.values()) + ["common.js"])
+@pytest.mark.parametrize("name", sorted({n for names in SCRIPTS.values() for n in names})
+                         + ["common.js"])
 def test_no_script_writes_markup_of_its_own(name):
     # A row, a cell, a list item or a message comes from a template in the element's data,
     # which Python fills too; the scripts only fill templates and set text.
@@ -140,7 +147,7 @@ def test_python_and_the_scripts_fill_the_same_templates(doc, kind):
     markup = builders(doc)[kind]()._repr_html_()
     templates = data_json(markup, "templates")
     assert templates and all(element.TEMPLATES[n] == t for n, t in templates.items()), kind
-    own = ASSETS.joinpath(SCRIPTS[kind]).read_text(encoding="utf-8")
+    own = "".join(ASSETS.joinpath(name).read_text(encoding="utf-8") for name in SCRIPTS[kind])
     used = set(re.findall(r'fill\("(\w+)"', own))
     used |= {t for call, names in HELPERS.items() if call in own for t in names}
     assert used and used <= set(templates), f"{kind}: the script fills {used - set(templates)}"

@@ -28,7 +28,19 @@ One module per control, its script beside it in ``assets/``:
   :data:`INDUCTION_ALPHABET` each; :func:`copy_targets` says where copying points);
 - :func:`text_generator` (``generator``): the book's trained GPT continuing a prompt in the
   page, and where each head looked (chapters 15 and 16); it samples with
-  :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does.
+  :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does;
+- :func:`coreference_explorer` (``coreference``): the trained encoder of chapter 20 names
+  what "it" refers to in a sentence the reader builds from lists, and shows the weights
+  from "it" in every head;
+- :func:`translation_explorer` (``translation``): the trained encoder-decoder of chapter 21
+  translates a sentence the reader builds from lists (:func:`parse_translation_source` reads
+  one), and draws a cross-attention head against the gold alignment.
+
+The two trained models run in the page through ``assets/transformer.js``, the encoder and
+the decoder of :mod:`attention_lib.training.encoder_decoder` in JavaScript; their weights
+travel as float32 bytes (exact: the models round their weights to float32 numbers), in the
+element or, on the website, in a file of their own fetched when the reader first moves a
+list.
 
 ``element`` holds what they share: :class:`ControlElement`, the markup templates that Python
 and the scripts both fill, the number formatting and the range checks.
@@ -37,6 +49,7 @@ and the scripts both fill, the number formatting and the range checks.
 from __future__ import annotations
 
 from .causal import causal_stepper
+from .coreference import coreference_explorer
 from .element import ControlElement
 from .generator import mulberry32, text_generator
 from .induction import (
@@ -49,6 +62,7 @@ from .projection import projection_scale_explorer
 from .query import query_picker
 from .retrieval import SEPARATOR, parse_retrieval_sequence, retrieval_playground
 from .saturation import saturation_explorer
+from .translation import parse_translation_source, translation_explorer
 
 __all__ = [
     "INDUCTION_ALPHABET",
@@ -56,13 +70,16 @@ __all__ = [
     "ControlElement",
     "causal_stepper",
     "copy_targets",
+    "coreference_explorer",
     "induction_playground",
     "mulberry32",
     "parse_induction_sequence",
+    "parse_translation_source",
     "parse_retrieval_sequence",
     "projection_scale_explorer",
     "query_picker",
     "retrieval_playground",
     "saturation_explorer",
     "text_generator",
+    "translation_explorer",
 ]

@@ -12,6 +12,7 @@ with :mod:`importlib.resources`.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import html
 import json
@@ -120,6 +121,28 @@ TEMPLATES: dict[str, str] = {
     "ind_fresh": ('Position {t} holds <strong>{token}</strong>, which has not appeared '
                   'before: there is nothing to copy. The model\'s top choice is '
                   '<strong>{top}</strong> (<span class="lc-p-top">{p_top}</span>).'),
+    # the coreference explorer: the sentence, the answer, a row per word and a column per head
+    "coref_result": ('<p class="lc-sentence">{sentence}</p>\n<p class="lc-answer">{answer}</p>'
+                     '\n<p class="lc-where">This is {status}.</p>\n<p>Weights from “it” in '
+                     'each head (L layer, H head):</p>\n{table}'),
+    "coref_answer": ('The model says “it” is the <strong class="lc-said">{answer}</strong> '
+                     '(probability {p}); by the corpus’s rule it is the {expected}: '
+                     '{verdict}.'),
+    "coref_table": ('<table class="lc-heat lc-compact"><thead><tr><th scope="col">word</th>'
+                    '{heads}</tr></thead><tbody>{rows}</tbody></table>'),
+    "col_head": '<th scope="col">{word}</th>',
+    # the translation explorer: the source, the two translations, and one head's weights,
+    # a row per target word, a column per source word, the aligned cells outlined
+    "tr_result": ('<p>source: <span class="lc-source">{source}</span></p>\n<p>the model: '
+                  '<strong class="lc-translation">{translation}</strong></p>\n<p>the '
+                  'grammar’s rule: <span class="lc-rule">{rule}</span> ({verdict})</p>\n'
+                  '<p class="lc-where">{pairs}</p>\n<p>Cross-attention of {head}: a row per '
+                  'word written, its weights over the source (outlined: the source word it '
+                  'translates):</p>\n{table}'),
+    "tr_table": ('<table class="lc-heat lc-compact lc-vcols"><thead><tr><th scope="col">'
+                 'word</th>{heads}</tr></thead><tbody>{rows}</tbody></table>'),
+    "align_cell": ('<td class="lc-heat-cell{dark}{gold}" style="--w: {w}" '
+                   'data-exact="{exact}">{weight}</td>'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
     "sequence_error": "Not a sequence the model reads: {problem}.",
@@ -260,19 +283,58 @@ class ControlElement:
         return f"<ControlElement: {self.alt}>"
 
 
-def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str, script: str, *,
-             state: str, alt: str, title: str, templates: Sequence[str] = ()
-             ) -> ControlElement:
-    """The element: root with its data and templates, style, title, body, note and script."""
+def float32_blob(params: Mapping[str, np.ndarray], names: Sequence[str]
+                 ) -> tuple[list[list[Any]], str]:
+    """The arrays ``names`` of ``params`` as one base64 string of little-endian float32
+    numbers, and the layout the script reads them by: ``[name, shape, offset]`` each.
+
+    Refuses arrays that float32 does not hold exactly: the page must compute with the very
+    numbers the library computes with.
+
+    Examples
+    --------
+    >>> layout, text = float32_blob({"w": np.array([[0.5, 2.0]])}, ["w"])
+    >>> layout, text
+    ([['w', [1, 2], 0]], 'AAAAPwAAAEA=')
+    """
+    layout, offset, parts = [], 0, []
+    for name in names:
+        a = np.asarray(params[name], dtype=np.float64)
+        if not np.array_equal(a.astype(np.float32).astype(np.float64), a):
+            raise ValueError(f"params[{name!r}] holds numbers float32 cannot represent; the "
+                             "page receives float32 weights (the trained models round to them)")
+        layout.append([name, list(a.shape), offset])
+        offset += a.size
+        parts.append(a.astype("<f4").ravel())
+    raw = np.concatenate(parts) if parts else np.zeros(0, "<f4")
+    return layout, base64.b64encode(raw.tobytes()).decode("ascii")
+
+
+def blob_markup(kind: str, encoded: str) -> str:
+    """The element that carries the weights: a script that never runs (its type is not
+    JavaScript); the website's build moves its content into a file of its own."""
+    return (f'<script type="application/octet-stream" class="lc-blob" data-blob="{kind}">\n'
+            f"{encoded}</script>")
+
+
+def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,
+             script: str | Sequence[str], *, state: str, alt: str, title: str,
+             templates: Sequence[str] = ()) -> ControlElement:
+    """The element: root with its data and templates, style, title, body, note and script.
+
+    ``script`` names the control's asset script, or several (shared code first), which run
+    after ``common.js`` in the order given.
+    """
+    scripts = [script] if isinstance(script, str) else list(script)
     data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
-    if {"heat_cell", "gen_cell", "ind_cell"} & set(templates):
+    if {"heat_cell", "gen_cell", "ind_cell", "align_cell"} & set(templates):
         data["dark_from"] = HEAT_DARK_FROM
     attrs = " ".join(f'data-{name.replace("_", "-")}="{to_attr(value)}"'
                      for name, value in data.items())
     js = ("(function () {\n"
           f"const root = document.getElementById({json.dumps(uid)});\n"
           'if (!root || root.dataset.ready) { return; }\nroot.dataset.ready = "1";\n'
-          + asset("common.js") + asset(script) + "})();")
+          + asset("common.js") + "".join(asset(name) for name in scripts) + "})();")
     # JupyterLab takes arrow keys as notebook shortcuts unless a control opts out.
     body = re.sub(r"<(input|select|button|textarea)\b", rf"<\1 {SUPPRESS_SHORTCUTS}", body)
     markup = (f'<div class="lc-root lc-{kind}" id="{uid}" {attrs}>\n'

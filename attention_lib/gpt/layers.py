@@ -8,11 +8,17 @@ parameters). The forwards compute what the book's functions compute
 :func:`~attention_lib.scaled_dot_product_attention` with the causal mask,
 :func:`~attention_lib.apply_rotary`); the tests hold them to it. Shapes: ``(B, T, d)``
 for the residual stream, ``(B, h, T, d_head)`` inside attention.
+
+Attention is causal self-attention unless told otherwise: the encoder and the decoder of
+:mod:`attention_lib.training.encoder_decoder` use the same layer without the causal mask,
+with a padding mask, and across to an encoder's output (cross-attention, whose backward,
+:func:`cross_attention_backward_layer`, also returns the gradient of that output).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -119,42 +125,82 @@ def feed_forward_backward(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray]
 
 
 def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, n_heads: int,
-                      rope: bool, head_scale: np.ndarray | None = None,
+                      rope: bool, head_scale: np.ndarray | None = None, *, causal: bool = True,
+                      mask: np.ndarray | None = None, memory: np.ndarray | None = None,
+                      weights_fn: Callable[[np.ndarray], np.ndarray] | None = None,
                       ) -> tuple[np.ndarray, np.ndarray, tuple]:
-    """Causal multi-head self-attention over (B, T, d): ``(output, weights, saved)``.
+    """Multi-head attention over (B, T, d): ``(output, weights, saved)``.
 
-    ``weights`` has shape (B, h, T, T). ``head_scale`` (h,), when given, multiplies each
-    head's output before the output projection (0 removes the head; forward only).
+    By default causal self-attention, as the GPT's blocks use it. ``causal=False`` lets
+    every position see every other (an encoder); ``mask`` (bool, broadcastable to
+    (B, h, T, S), True = may attend) hides keys too, e.g. the padding of shorter
+    sequences; ``memory`` (B, S, d), when given, supplies the keys and values
+    (cross-attention: queries from ``x``, keys and values from an encoder's output).
+    ``weights`` has shape (B, h, T, S) (S = T for self-attention). ``head_scale`` (h,),
+    when given, multiplies each head's output before the output projection (0 removes the
+    head; forward only). ``weights_fn``, when given, receives the weights and returns
+    the weights the heads then use (an experiment on a trained model; forward only).
     """
-    q, k, v = (split_heads(x @ p[prefix + f"w_{m}"] + p[prefix + f"b_{m}"], n_heads)
-               for m in "qkv")  # (B, h, T, d_head) each
+    source = x if memory is None else memory  # (B, S, d): what the keys and values read
+    q = split_heads(x @ p[prefix + "w_q"] + p[prefix + "b_q"], n_heads)  # (B, h, T, d_head)
+    k, v = (split_heads(source @ p[prefix + f"w_{m}"] + p[prefix + f"b_{m}"], n_heads)
+            for m in "kv")  # (B, h, S, d_head) each
     if rope:
+        if memory is not None:
+            raise ValueError("rope=True with memory: rotary positions are for self-attention")
         q, k = apply_rotary(q), apply_rotary(k)  # positions 0 .. T-1 along axis -2
-    heads, weights = scaled_dot_product_attention(q, k, v, causal=True)  # (B, h, T, d_head)
+    heads, weights = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+    if weights_fn is not None:
+        weights = weights_fn(weights)  # (B, h, T, S)
+        heads = weights @ v  # (B, h, T, d_head)
     if head_scale is not None:
         heads = heads * head_scale[:, None, None]  # (h, 1, 1) against (B, h, T, d_head)
     merged = merge_heads(heads)  # (B, T, d)
     out = merged @ p[prefix + "w_o"] + p[prefix + "b_o"]
-    return out, weights, (x, q, k, v, merged)
+    return out, weights, (x, q, k, v, merged, memory, mask, causal)
+
+
+def _attention_input_grads(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
+                           prefix: str, n_heads: int, rope: bool,
+                           ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """The gradients of the inputs of the three projections (dq, dk, dv pulled back through
+    W_Q, W_K, W_V, each (B, ., d)) and of the layer's parameters."""
+    x, q, k, v, merged, memory, mask, causal = saved
+    grads: dict[str, np.ndarray] = {}
+    d_merged, grads[prefix + "w_o"], grads[prefix + "b_o"] = linear_backward(
+        dy, merged, p[prefix + "w_o"])
+    d_heads = split_heads(d_merged, n_heads)  # (B, h, T, d_head)
+    dq, dk, dv = attention_backward(q, k, v, d_heads, mask, causal=causal)
+    if rope:
+        # A rotation's transpose is the rotation by the opposite angle.
+        back = -np.arange(q.shape[-2], dtype=np.float64)
+        dq, dk = apply_rotary(dq, back), apply_rotary(dk, back)
+    d_inputs = []
+    for m, dm, inp in zip("qkv", (dq, dk, dv), (x, x if memory is None else memory,
+                                               x if memory is None else memory), strict=True):
+        d_in, grads[prefix + f"w_{m}"], grads[prefix + f"b_{m}"] = linear_backward(
+            merge_heads(dm), inp, p[prefix + f"w_{m}"])  # (B, T or S, d)
+        d_inputs.append(d_in)
+    return d_inputs, grads
 
 
 def attention_backward_layer(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
                              prefix: str, n_heads: int,
                              rope: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Backward of :func:`attention_forward`, through :func:`~attention_lib.attention_backward`."""
-    x, q, k, v, merged = saved
-    grads: dict[str, np.ndarray] = {}
-    d_merged, grads[prefix + "w_o"], grads[prefix + "b_o"] = linear_backward(
-        dy, merged, p[prefix + "w_o"])
-    d_heads = split_heads(d_merged, n_heads)  # (B, h, T, d_head)
-    dq, dk, dv = attention_backward(q, k, v, d_heads, causal=True)
-    if rope:
-        # A rotation's transpose is the rotation by the opposite angle.
-        back = -np.arange(q.shape[-2], dtype=np.float64)
-        dq, dk = apply_rotary(dq, back), apply_rotary(dk, back)
-    dx = np.zeros_like(x)
-    for m, dm in zip("qkv", (dq, dk, dv), strict=True):
-        d_in, grads[prefix + f"w_{m}"], grads[prefix + f"b_{m}"] = linear_backward(
-            merge_heads(dm), x, p[prefix + f"w_{m}"])  # (B, T, d)
+    """Backward of self-attention (:func:`attention_forward` without ``memory``), through
+    :func:`~attention_lib.attention_backward`: ``(dx, grads)``."""
+    d_inputs, grads = _attention_input_grads(dy, saved, p, prefix, n_heads, rope)
+    dx = np.zeros_like(saved[0])
+    for d_in in d_inputs:  # x feeds the queries, the keys and the values
         dx += d_in
     return dx, grads
+
+
+def cross_attention_backward_layer(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
+                                   prefix: str, n_heads: int,
+                                   ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """Backward of cross-attention (:func:`attention_forward` with ``memory``):
+    ``(dx, d_memory, grads)``. The queries came from ``x``; the keys and the values from
+    ``memory``, which therefore gets the gradients of both."""
+    (dx, dk_in, dv_in), grads = _attention_input_grads(dy, saved, p, prefix, n_heads, False)
+    return dx, dk_in + dv_in, grads

@@ -157,8 +157,16 @@ def _train_loop(config: GPTConfig, params: dict[str, np.ndarray],
                 log: GPTTrainingLog, *,
                 steps: int, lr: float, min_lr: float, warmup: int, weight_decay: float,
                 clip: float, betas: list[float], eval_every: int, seed: int,
-                progress: bool) -> dict[str, np.ndarray]:
-    """The loop both trainers share: a batch, the loss and gradients, clipping, AdamW."""
+                progress: bool,
+                loss_and_grads: Callable[[dict[str, np.ndarray], Any, Any],
+                                         tuple[float, dict[str, np.ndarray]]] | None = None,
+                ) -> dict[str, np.ndarray]:
+    """The loop both trainers share: a batch, the loss and gradients, clipping, AdamW.
+
+    ``loss_and_grads(params, x, y)``, when given, replaces the GPT's loss (a model of
+    another shape on the same loop: the encoder of :mod:`attention_lib.training.coreference`,
+    the encoder-decoder of :mod:`attention_lib.training.translation`).
+    """
     batch_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
     opt = Adam(params, lr=lr, betas=(betas[0], betas[1]), weight_decay=weight_decay,
                decay=[k for k, a in params.items() if a.ndim >= 2])  # matrices, not biases
@@ -171,7 +179,8 @@ def _train_loop(config: GPTConfig, params: dict[str, np.ndarray],
     start = time.perf_counter()
     for step in range(1, steps + 1):
         x, y = sample(batch_rng)
-        loss, grads = gpt_loss_and_grads(params, config, x, y)
+        loss, grads = (gpt_loss_and_grads(params, config, x, y) if loss_and_grads is None
+                       else loss_and_grads(params, x, y))
         log.train_loss.append(loss)
         grads, _ = clip_by_global_norm(grads, clip)
         opt.lr = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)

@@ -19,6 +19,12 @@ Modules
 ``model_file``  the trained soft dictionary as JSON: export, load, check
 ``induction``   a two-layer attention-only GPT forms an induction head:
                 :func:`train_induction_model`, :func:`induction_scores`, ...
+``encoder_decoder``  an encoder and a decoder (with cross-attention) from the GPT's layers,
+                forward and backward
+``coreference`` the tutorial's "it" sentence: a generated corpus and a trained encoder,
+                :func:`coreference_examples`, :func:`train_coreference_model`
+``translation`` a toy translation and a trained encoder-decoder:
+                :func:`translation_examples`, :func:`train_translation_model`
 
 Adding a task
 -------------
@@ -54,7 +60,27 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 # Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
-from . import data, head, induction, loop, model_file, multihead_retrieval, optim, retrieval, shift
+from . import (
+    coreference,
+    data,
+    head,
+    induction,
+    loop,
+    model_file,
+    multihead_retrieval,
+    optim,
+    retrieval,
+    shift,
+    translation,
+)
+from .coreference import (  # noqa: F401
+    CoreferenceModel,
+    coreference_config,
+    coreference_examples,
+    coreference_loss_and_grads,
+    init_coreference_model,
+    train_coreference_model,
+)
 from .data import (  # noqa: F401
     InductionData,
     RetrievalData,
@@ -93,7 +119,17 @@ from .retrieval import (  # noqa: F401
     train_retrieval,
 )
 from .shift import shift_forward, shift_loss_and_grads, shift_task, train_shift  # noqa: F401
+from .translation import (  # noqa: F401
+    TranslationModel,
+    init_translation_model,
+    train_translation_model,
+    translate_by_rule,
+    translation_configs,
+    translation_examples,
+    translation_held_out_pairs,
+    translation_loss_and_grads,
+)
 
-__all__ = sorted(data.__all__ + head.__all__ + induction.__all__ + loop.__all__
-                 + model_file.__all__ + multihead_retrieval.__all__ + optim.__all__
-                 + retrieval.__all__ + shift.__all__)
+__all__ = sorted(coreference.__all__ + data.__all__ + head.__all__ + induction.__all__
+                 + loop.__all__ + model_file.__all__ + multihead_retrieval.__all__
+                 + optim.__all__ + retrieval.__all__ + shift.__all__ + translation.__all__)
