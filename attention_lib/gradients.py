@@ -179,14 +179,21 @@ def attention_backward(
             f"output (..., n_q, d_v) = {out.shape}"
         )
     d_out = d_out.astype(out.dtype, copy=False)  # the dtype q, k, v are computed in
-    d_k = q.shape[-1]
-    scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
+    grads = _backward_from_weights(q, k, v, p, d_out)
+    return tuple(_sum_to_shape(g, a.shape).astype(out_dtype, copy=False)
+                 for g, a in zip(grads, (q, k, v), strict=True))
 
-    d_v_full = np.swapaxes(p, -1, -2) @ d_out  # (..., n_k, n_q) @ (..., n_q, d_v)
+
+def _backward_from_weights(q: np.ndarray, k: np.ndarray, v: np.ndarray, p: np.ndarray,
+                           d_out: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The formulas of :func:`attention_backward` from the forward's weights ``p``, without
+    checks: (dq, dk, dv) over the broadcast leading axes. A caller that kept the weights of
+    its forward pass (the GPT's layers) skips computing them again."""
+    scale = 1.0 / math.sqrt(q.shape[-1])  # a Python float keeps float32 float32
+    d_v = np.swapaxes(p, -1, -2) @ d_out  # (..., n_k, n_q) @ (..., n_q, d_v)
     d_p = d_out @ np.swapaxes(v, -1, -2)  # (..., n_q, d_v) @ (..., d_v, n_k)
     d_s = _vjp(p, d_p, -1)  # (..., n_q, n_k)
     d_s *= scale
-    d_q_full = d_s @ k  # (..., n_q, n_k) @ (..., n_k, d_k)
-    d_k_full = np.swapaxes(d_s, -1, -2) @ q  # (..., n_k, n_q) @ (..., n_q, d_k)
-    return tuple(_sum_to_shape(g, a.shape).astype(out_dtype, copy=False)
-                 for g, a in ((d_q_full, q), (d_k_full, k), (d_v_full, v)))
+    d_q = d_s @ k  # (..., n_q, n_k) @ (..., n_k, d_k)
+    d_k = np.swapaxes(d_s, -1, -2) @ q  # (..., n_k, n_q) @ (..., n_q, d_k)
+    return d_q, d_k, d_v

@@ -178,7 +178,8 @@ def stored_benchmark(name: str = "attention") -> dict[str, Any]:
         (``benchmarks/bench_attention.py``). ``"gpt"``: the book's GPT, a training step
         and generation with and without the KV cache (``benchmarks/bench_gpt.py``); its
         keys are ``machine`` (as below), ``training_step`` (``batch_size``, ``context``,
-        and per implementation ``best_s``, ``median_s``, ``times_s``), ``generation``
+        and ``by_threads``: per thread count, per implementation ``best_s``, ``median_s``,
+        ``times_s``), ``generation``
         (``n_new``, ``context``, and for ``cached`` and ``uncached`` ``best_s``,
         ``times_s``, ``n_new_per_s``) and ``quick``. ``"modern"``: attention as today's
         models run it (``benchmarks/bench_modern.py``), ``heads`` heads of size ``d`` in

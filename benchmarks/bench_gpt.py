@@ -8,7 +8,8 @@ CPU with two tables and writes every run to ``_build/bench/gpt.json`` (untracked
 - Training step: ``gpt_loss_and_grads`` (forward, loss, every gradient) of the book model's
   shape (V = 62, context 128, d_model 128, 4 layers, 4 heads, batch 32) in float32; and, when
   torch is installed, the same model written with torch's functions, forward and backward,
-  timed in the same rounds (round-robin, best of each), with the ratio numpy / torch.
+  timed in the same rounds (round-robin, best of each), with the ratio numpy / torch; on one
+  thread each, then on every CPU each.
 - Generation: 256 new tokens from a one-token prompt, context 256, with the cache
   (one new position per step) and without (the whole sequence every step).
 """
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 from bench_attention import blas_libraries, blas_threads
+from threadpoolctl import threadpool_limits
 
 import attention_lib as al
 from attention_lib._threads import available_cpus
@@ -114,20 +116,28 @@ def main() -> None:
     rng = np.random.default_rng(0)
     x, y = rng.integers(0, 62, (2, 32, 128))
     if torch is not None:
-        torch.set_num_threads(os.cpu_count() or 1)
         cross = torch_step(params, config, x, y)()
         mine, _ = al.gpt_loss_and_grads(params, config, x, y)
         assert abs(cross - mine) < 1e-4, (cross, mine)
-    fns = {"numpy": lambda: al.gpt_loss_and_grads(params, config, x, y)}
-    if torch is not None:
-        fns["torch"] = torch_step(params, config, x, y)
-    step = best_of_rounds(fns, rounds)
+    # One thread each, then every CPU each: both libraries get the same threads in a
+    # round, and the rounds alternate between them (a busy spell slows both).
+    step: dict[str, dict[str, list[float]]] = {}
+    for threads in sorted({1, available_cpus()}):
+        with threadpool_limits(limits=threads):
+            if torch is not None:
+                torch.set_num_threads(threads)
+            fns = {"numpy": lambda: al.gpt_loss_and_grads(params, config, x, y)}
+            if torch is not None:
+                fns["torch"] = torch_step(params, config, x, y)
+            step[str(threads)] = best_of_rounds(fns, rounds)
     print("\nTraining step (forward + backward), batch 32 x 128 positions, float32")
-    print(f"{'implementation':<16}{'best s':>10}{'median s':>10}")
-    for name, ts in step.items():
-        print(f"{name:<16}{min(ts):>10.3f}{np.median(ts):>10.3f}")
-    if torch is not None:
-        print(f"numpy / torch (best / best): {min(step['numpy']) / min(step['torch']):.2f}")
+    print(f"{'threads':<9}{'implementation':<16}{'best s':>10}{'median s':>10}")
+    for threads, times in step.items():
+        for name, ts in times.items():
+            print(f"{threads:<9}{name:<16}{min(ts):>10.3f}{np.median(ts):>10.3f}")
+        if torch is not None:
+            print(f"{threads:<9}numpy / torch (best / best): "
+                  f"{min(times['numpy']) / min(times['torch']):.2f}")
 
     gen_config = al.GPTConfig(62, 256, 128, 4, 4)
     gen_params = al.init_gpt(gen_config, seed=1)
@@ -146,8 +156,10 @@ def main() -> None:
     payload = {
         "machine": machine_record(load_start),
         "training_step": {"batch_size": 32, "context": config.context,
-                          **{name: {"best_s": min(ts), "median_s": float(np.median(ts)),
-                                    "times_s": ts} for name, ts in step.items()}},
+                          "by_threads": {threads: {
+                              name: {"best_s": min(ts), "median_s": float(np.median(ts)),
+                                     "times_s": ts} for name, ts in times.items()}
+                              for threads, times in step.items()}},
         "generation": {"n_new": n_new, "context": gen_config.context,
                        **{name: {"best_s": min(ts), "times_s": ts,
                                  "n_new_per_s": n_new / min(ts)} for name, ts in gen.items()}},

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..attention import scaled_dot_product_attention
-from ..gradients import attention_backward
+from ..gradients import _backward_from_weights
 from ..multihead import merge_heads, split_heads
 from ..positions import apply_rotary
 
@@ -150,6 +150,7 @@ def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, n_he
             raise ValueError("rope=True with memory: rotary positions are for self-attention")
         q, k = apply_rotary(q), apply_rotary(k)  # positions 0 .. T-1 along axis -2
     heads, weights = scaled_dot_product_attention(q, k, v, mask, causal=causal)
+    computed = weights  # what the backward pass differentiates (weights_fn is forward only)
     if weights_fn is not None:
         weights = weights_fn(weights)  # (B, h, T, S)
         heads = weights @ v  # (B, h, T, d_head)
@@ -157,7 +158,7 @@ def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, n_he
         heads = heads * head_scale[:, None, None]  # (h, 1, 1) against (B, h, T, d_head)
     merged = merge_heads(heads)  # (B, T, d)
     out = merged @ p[prefix + "w_o"] + p[prefix + "b_o"]
-    return out, weights, (x, q, k, v, merged, memory, mask, causal)
+    return out, weights, (x, q, k, v, merged, memory, computed)
 
 
 def _attention_input_grads(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
@@ -165,12 +166,14 @@ def _attention_input_grads(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray
                            ) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
     """The gradients of the inputs of the three projections (dq, dk, dv pulled back through
     W_Q, W_K, W_V, each (B, ., d)) and of the layer's parameters."""
-    x, q, k, v, merged, memory, mask, causal = saved
+    x, q, k, v, merged, memory, weights = saved
     grads: dict[str, np.ndarray] = {}
     d_merged, grads[prefix + "w_o"], grads[prefix + "b_o"] = linear_backward(
         dy, merged, p[prefix + "w_o"])
     d_heads = split_heads(d_merged, n_heads)  # (B, h, T, d_head)
-    dq, dk, dv = attention_backward(q, k, v, d_heads, mask, causal=causal)
+    # attention_backward's formulas from the weights of the forward pass (masked keys have
+    # weight 0 there, so no gradient flows to them), instead of computing them again
+    dq, dk, dv = _backward_from_weights(q, k, v, weights, d_heads)
     if rope:
         # A rotation's transpose is the rotation by the opposite angle.
         back = -np.arange(q.shape[-2], dtype=np.float64)
@@ -187,8 +190,9 @@ def _attention_input_grads(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray
 def attention_backward_layer(dy: np.ndarray, saved: tuple, p: dict[str, np.ndarray],
                              prefix: str, n_heads: int,
                              rope: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Backward of self-attention (:func:`attention_forward` without ``memory``), through
-    :func:`~attention_lib.attention_backward`: ``(dx, grads)``."""
+    """Backward of self-attention (:func:`attention_forward` without ``memory``), with the
+    formulas of :func:`~attention_lib.attention_backward` applied to the weights the forward
+    pass kept: ``(dx, grads)``."""
     d_inputs, grads = _attention_input_grads(dy, saved, p, prefix, n_heads, rope)
     dx = np.zeros_like(saved[0])
     for d_in in d_inputs:  # x feeds the queries, the keys and the values
