@@ -73,9 +73,9 @@ KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "ind
 #: Each kind's asset scripts, in the order the element runs them (after common.js).
 SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
            "retrieval": ("retrieval.js",), "causal": ("causal.js",), "proj": ("projection.js",),
-           "generator": ("generator.js",), "induction": ("induction.js",),
-           "coreference": ("transformer.js", "coreference.js"),
-           "translation": ("transformer.js", "translation.js")}
+           "generator": ("model.js", "generator.js"), "induction": ("model.js", "induction.js"),
+           "coreference": ("model.js", "transformer.js", "coreference.js"),
+           "translation": ("model.js", "transformer.js", "translation.js")}
 
 
 @functools.cache

@@ -203,7 +203,8 @@ def coreference_explorer(
     alt = ("pick the two nouns, the verb and the adjective of the sentence; the trained "
            "encoder names the noun 'it' refers to and shows its weights from 'it', in the page")
     state = f"the sentence {co.FRAME.format(**words)!r}"
-    return assemble("coreference", ident, data, body, ("transformer.js", "coreference.js"),
+    return assemble("coreference", ident, data, body,
+                    ("model.js", "transformer.js", "coreference.js"),
                     state=state, alt=alt, title=title,
                     templates=("coref_result", "coref_answer", "coref_table", "col_head",
                                "heat_row", "heat_cell"))

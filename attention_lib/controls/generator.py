@@ -259,7 +259,8 @@ last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</
            "and each attention head's weights from a chosen character are shaded")
     state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "
              f"seed {seed}, and the heads at its last character")
-    return assemble("generator", ident, data, body, "generator.js", state=state, alt=alt,
+    return assemble("generator", ident, data, body,
+                    ("model.js", "generator.js"), state=state, alt=alt,
                     title=title, templates=("gen_char", "gen_newline", "gen_cell", "head_row",
                                             "gen_error"))
 

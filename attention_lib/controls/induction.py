@@ -329,6 +329,7 @@ positions 0 to t</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr
     alt = ("type a sequence of tokens with a repeat; the trained model runs in the page and "
            "shows where each head looks from a chosen position and what it predicts")
     state = f"the sequence {sequence.strip()} seen from position {pos}"
-    return assemble("induction", ident, data, body, "induction.js", state=state, alt=alt,
+    return assemble("induction", ident, data, body,
+                    ("model.js", "induction.js"), state=state, alt=alt,
                     title=title, templates=("token_chip", "ind_cell", "ind_head_row",
                                             "ind_copy", "ind_fresh", "sequence_error"))

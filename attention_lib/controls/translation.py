@@ -212,7 +212,8 @@ def translation_explorer(
             "max_words": tr.TARGET_CONTEXT - 1, "messages": MESSAGES}
     alt = ("build a sentence from lists; the trained encoder-decoder translates it in the page "
            "and shows a cross-attention head over the source words, the alignment outlined")
-    return assemble("translation", ident, data, body, ("transformer.js", "translation.js"),
+    return assemble("translation", ident, data, body,
+                    ("model.js", "transformer.js", "translation.js"),
                     state=f"the sentence {_sentence(slots)!r}", alt=alt, title=title,
                     templates=("tr_result", "tr_table", "col_head", "heat_row",
                                "align_cell"))

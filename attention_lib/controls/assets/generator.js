@@ -9,59 +9,12 @@ const box = $(".lc-prompt-box"), temp = $(".lc-temp"), tempValue = $(".lc-temp-v
 const seedBox = $(".lc-seed"), button = $(".lc-generate"), error = $(".lc-error");
 const status = $(".lc-status"), textOut = $(".lc-gen-text"), posSlider = $(".lc-pos");
 const posValue = $(".lc-pos-value"), headBody = $(".lc-heads tbody"), blob = $(".lc-blob");
-const D = CFG.d_model, H = CFG.n_heads, DH = D / H, EPS = 1e-5;
-const GELU_C = Math.sqrt(2 / Math.PI);
+const D = CFG.d_model, H = CFG.n_heads, DH = D / H;
 let W = null;            // parameters by name: {shape, data: Float64Array}
 let run = { chars: DATA("generated"), nPrompt: DATA("nPrompt"), weights: null };
 
-/* float16 bits to a number (every float16 is exact in double precision) */
-function half(h) {
-  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, f = h & 0x3ff;
-  if (e === 0) { return s * f * Math.pow(2, -24); }
-  if (e === 31) { return f ? NaN : s * Infinity; }
-  return s * (1 + f / 1024) * Math.pow(2, e - 15);
-}
-function decode(bytes) {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const params = {};
-  LAYOUT.forEach(([name, shape, offset]) => {
-    const size = shape.reduce((a, b) => a * b, 1), data = new Float64Array(size);
-    for (let i = 0; i < size; i++) { data[i] = half(view.getUint16(2 * (offset + i), true)); }
-    params[name] = { shape: shape, data: data };
-  });
-  return params;
-}
 async function loadWeights() {
-  if (W) { return; }
-  let bytes;
-  if (blob.dataset.src) {   // the website: a file of its own, fetched now
-    const response = await fetch(new URL(blob.dataset.src, document.baseURI));
-    if (!response.ok) { throw new Error("the weights did not load (" + response.status + ")"); }
-    bytes = new Uint8Array(await response.arrayBuffer());
-  } else {                  // a notebook: carried in the element
-    const text = atob(blob.textContent.trim());
-    bytes = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
-  }
-  W = decode(bytes);
-}
-/* x (n,) @ m (n, e) + b (e,), m row-major */
-function linear(x, m, b) {
-  const e = m.shape[1], out = new Float64Array(e);
-  for (let i = 0; i < x.length; i++) {
-    const xi = x[i], row = i * e;
-    for (let j = 0; j < e; j++) { out[j] += xi * m.data[row + j]; }
-  }
-  if (b) { for (let j = 0; j < e; j++) { out[j] += b.data[j]; } }
-  return out;
-}
-/* layer norm over the vector, population variance, as attention_lib.gpt.layers */
-function layerNorm(x, gamma, beta) {
-  let mu = 0; for (let i = 0; i < x.length; i++) { mu += x[i]; } mu /= x.length;
-  let v = 0; for (let i = 0; i < x.length; i++) { v += (x[i] - mu) * (x[i] - mu); } v /= x.length;
-  const rstd = 1 / Math.sqrt(v + EPS), out = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) { out[i] = (x[i] - mu) * rstd * gamma.data[i] + beta.data[i]; }
-  return out;
+  if (!W) { W = decodeWeights(await blobBytes(blob), LAYOUT, 2); }
 }
 /* One position through the model; the cache grows by its keys and values. Returns the
    logits and this position's attention weights per layer and head. */
@@ -90,11 +43,7 @@ function step(cache, token, pos) {
     for (let i = 0; i < D; i++) { x[i] += y[i]; }
     if (!CFG.attention_only) {
       const a2 = layerNorm(x, W[p + "ln2.gamma"], W[p + "ln2.beta"]);
-      const hid = linear(a2, W[p + "ff.w1"], W[p + "ff.b1"]);
-      for (let j = 0; j < hid.length; j++) {
-        const t = Math.tanh(GELU_C * (hid[j] + 0.044715 * (hid[j] * hid[j] * hid[j])));
-        hid[j] = 0.5 * hid[j] * (1 + t);
-      }
+      const hid = gelu(linear(a2, W[p + "ff.w1"], W[p + "ff.b1"]));
       const y2 = linear(hid, W[p + "ff.w2"], W[p + "ff.b2"]);
       for (let i = 0; i < D; i++) { x[i] += y2[i]; }
     }

@@ -8,22 +8,11 @@ const say = (name, slots) => fillText(MESSAGES[name], slots);
 const field = $(".lc-seq"), error = $(".lc-error"), out = $(".lc-result");
 const slider = $(".lc-pos"), posValue = $(".lc-pos-value"), boxes = $$(".lc-remove");
 const chips = $(".lc-ind-tokens"), summary = $(".lc-summary"), headBody = $(".lc-heads tbody");
-const D = CFG.d_model, H = CFG.n_heads, DH = D / H, EPS = 1e-5, BASE = 10000;
+const D = CFG.d_model, H = CFG.n_heads, DH = D / H, BASE = 10000;
 let run = null;  /* the sequence shown: ids, weights [l][h][t][j], logits [t][v], targets */
 
 /* the float64 weights, little-endian, by name: {shape, data} */
-const W = (function () {
-  const text = atob(DATA("weights"));
-  const bytes = new Uint8Array(text.length);
-  for (let i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
-  const view = new DataView(bytes.buffer), params = {};
-  LAYOUT.forEach(([name, shape, offset]) => {
-    const size = shape.reduce((a, b) => a * b, 1), data = new Float64Array(size);
-    for (let i = 0; i < size; i++) { data[i] = view.getFloat64(8 * (offset + i), true); }
-    params[name] = { shape: shape, data: data };
-  });
-  return params;
-})();
+const W = decodeWeights(base64Bytes(DATA("weights")), LAYOUT, 8);
 
 /* The same rules, in the same order and words, as the library's _sequence_problem. */
 function parse(text) {
@@ -49,24 +38,6 @@ function copyTargets(ids) {
     last.set(tok, t);
     return k;
   });
-}
-/* x (n,) @ m (n, e) + b (e,), m row-major */
-function linear(x, m, b) {
-  const e = m.shape[1], y = new Float64Array(e);
-  for (let i = 0; i < x.length; i++) {
-    const xi = x[i], row = i * e;
-    for (let j = 0; j < e; j++) { y[j] += xi * m.data[row + j]; }
-  }
-  if (b) { for (let j = 0; j < e; j++) { y[j] += b.data[j]; } }
-  return y;
-}
-/* layer norm over the vector, population variance, as attention_lib.gpt.layers */
-function layerNorm(x, gamma, beta) {
-  let mu = 0; for (let i = 0; i < x.length; i++) { mu += x[i]; } mu /= x.length;
-  let v = 0; for (let i = 0; i < x.length; i++) { v += (x[i] - mu) * (x[i] - mu); } v /= x.length;
-  const rstd = 1 / Math.sqrt(v + EPS), y = new Float64Array(x.length);
-  for (let i = 0; i < x.length; i++) { y[i] = (x[i] - mu) * rstd * gamma.data[i] + beta.data[i]; }
-  return y;
 }
 /* attention_lib.apply_rotary on every head's slice of the row at position `pos`: pair i of a
    head turns by pos * BASE^(-2i / d_head) */

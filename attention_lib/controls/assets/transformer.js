@@ -2,57 +2,16 @@
    time, in double precision from the model's float32 weights (exact in a double), with the
    operations of attention_lib.gpt.layers in the same order. The weights travel in the
    element (a notebook) or in a file of their own (the website), fetched on first use. */
-const LAYOUT = DATA("layout"), weightBlob = $(".lc-blob"), LN_EPS = 1e-5;
-const GELU_C = Math.sqrt(2 / Math.PI);
+const LAYOUT = DATA("layout"), weightBlob = $(".lc-blob");
 let W = null;            // parameters by name: {shape, data: Float64Array}
-function decodeWeights(bytes) {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const params = {};
-  LAYOUT.forEach(([name, shape, offset]) => {
-    const size = shape.reduce((a, b) => a * b, 1), data = new Float64Array(size);
-    for (let i = 0; i < size; i++) { data[i] = view.getFloat32(4 * (offset + i), true); }
-    params[name] = { shape: shape, data: data };
-  });
-  return params;
-}
 async function loadWeights() {
-  if (W) { return; }
-  let bytes;
-  if (weightBlob.dataset.src) {   // the website: a file of its own, fetched now
-    const response = await fetch(new URL(weightBlob.dataset.src, document.baseURI));
-    if (!response.ok) { throw new Error("the weights did not load (" + response.status + ")"); }
-    bytes = new Uint8Array(await response.arrayBuffer());
-  } else {                        // a notebook: carried in the element
-    const text = atob(weightBlob.textContent.trim());
-    bytes = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
-  }
-  W = decodeWeights(bytes);
+  if (!W) { W = decodeWeights(await blobBytes(weightBlob), LAYOUT, 4); }
 }
 /* rows (T, n) @ W[w] (n, e) + W[b] (e,): a new array of rows */
-function project(rows, w, b) {
-  const e = W[w].shape[1], bias = W[b].data;
-  return rows.map((x) => {
-    const out = new Float64Array(e);
-    for (let i = 0; i < x.length; i++) {
-      const xi = x[i], at = i * e;
-      for (let j = 0; j < e; j++) { out[j] += xi * W[w].data[at + j]; }
-    }
-    for (let j = 0; j < e; j++) { out[j] += bias[j]; }
-    return out;
-  });
-}
-/* layer norm of each row: population variance, (x - mu) * rstd * gamma + beta */
+function project(rows, w, b) { return rows.map((x) => linear(x, W[w], W[b])); }
+/* layer norm of each row */
 function layerNormRows(rows, prefix) {
-  const gamma = W[prefix + ".gamma"].data, beta = W[prefix + ".beta"].data;
-  return rows.map((x) => {
-    const d = x.length;
-    let mu = 0; for (let i = 0; i < d; i++) { mu += x[i]; } mu /= d;
-    let v = 0; for (let i = 0; i < d; i++) { v += (x[i] - mu) * (x[i] - mu); } v /= d;
-    const rstd = 1 / Math.sqrt(v + LN_EPS), out = new Float64Array(d);
-    for (let i = 0; i < d; i++) { out[i] = (x[i] - mu) * rstd * gamma[i] + beta[i]; }
-    return out;
-  });
+  return rows.map((x) => layerNorm(x, W[prefix + ".gamma"], W[prefix + ".beta"]));
 }
 function addRows(a, b) { return a.map((x, t) => x.map((v, i) => v + b[t][i])); }
 /* Multi-head attention: queries from `rows`, keys and values from `source` (the same rows
@@ -86,10 +45,7 @@ function attention(rows, source, prefix, nHeads, causal) {
 }
 /* the feed-forward network, GELU (tanh approximation) between two linear maps */
 function feedForward(rows, prefix) {
-  const hidden = project(rows, prefix + "w1", prefix + "b1").map((h) => h.map((x) => {
-    const t = Math.tanh(GELU_C * (x + 0.044715 * (x * x * x)));
-    return 0.5 * x * (1 + t);
-  }));
+  const hidden = project(rows, prefix + "w1", prefix + "b1").map(gelu);
   return project(hidden, prefix + "w2", prefix + "b2");
 }
 function embed(ids, prefix) {
