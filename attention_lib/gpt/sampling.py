@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_flag, positive_int, real_number
+from ..attention import attend
 from ..kv_cache import KVCache
 from ..multihead import merge_heads, split_heads
 from ..positions import apply_rotary
@@ -107,7 +108,10 @@ def _cached_step(params: dict[str, np.ndarray], config: GPTConfig, caches: list[
         if config.positions == "rope":
             q, k = apply_rotary(q, positions), apply_rotary(k, positions)
         caches[layer].append(k, v)
-        heads, _ = caches[layer].attend(q)  # (h, m, d_head): the new rows of causal attention
+        if m == 1:  # one new query sees every cached key: no mask, and nothing to check
+            heads, _ = attend(q, caches[layer].keys, caches[layer].values, None)  # (h, 1, dh)
+        else:
+            heads, _ = caches[layer].attend(q)  # (h, m, d_head): new rows of causal attention
         x = x + merge_heads(heads) @ params[p + "attn.w_o"] + params[p + "attn.b_o"]
         if not config.attention_only:
             a2, _ = layer_norm_forward(x, params[p + "ln2.gamma"], params[p + "ln2.beta"])
