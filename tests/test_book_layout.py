@@ -344,6 +344,10 @@ def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
             f"{path.name}: {label} has no gated dropdown solution right after its cell")
         end = next(j for j in range(i + 3, len(cells))
                    if "{solution-end}" in "".join(cells[j]["source"]))
+        # the solution closes before the next exercise opens (or the book build stops)
+        assert not any(re.search(r"[`:]{3}\{exercise\}", "".join(cells[j]["source"]).split(
+            "{solution-end}")[0]) for j in range(i + 2, end + 1)), (
+            f"{path.name}: {label}'s solution is not closed before the next exercise")
         code = [c for c in cells[i + 3:end] if c["cell_type"] == "code"]
         assert code, f"{path.name}: {label}'s solution has no code"
         assert "check_answer(" in "".join(code[-1]["source"]), (
