@@ -146,7 +146,7 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     uniform : callable, optional
         A source of uniform numbers in ``[0, 1)``, one per new token, used instead of
         ``numpy.random.default_rng(seed)`` (the browser-side generator of
-        :mod:`attention_lib.controls` passes the generator its script uses, so that both
+        ``attention_lib.controls`` passes the generator its script uses, so that both
         draw the same tokens).
 
     Returns

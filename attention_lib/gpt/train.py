@@ -293,8 +293,9 @@ def train_gpt_on_batches(
 ) -> tuple[dict[str, np.ndarray], GPTTrainingLog]:
     """Train a fresh GPT from ``seed`` on batches drawn by ``sample_batch``.
 
-    The loop of :func:`train_gpt` (same schedule, clipping and AdamW), for data that is
-    not a token stream: each step calls ``sample_batch(rng)`` for its inputs and targets.
+    The loop of :func:`~attention_lib.train_gpt` (same schedule, clipping and AdamW), for
+    data that is not a token stream: each step calls ``sample_batch(rng)`` for its inputs
+    and targets.
 
     Parameters
     ----------
@@ -309,7 +310,7 @@ def train_gpt_on_batches(
         the log's ``val_loss`` (the parameters it gets must not be changed). Without it
         nothing is evaluated.
     lr, min_lr, warmup, weight_decay, clip, betas, eval_every, dtype, progress
-        As in :func:`train_gpt`.
+        As in :func:`~attention_lib.train_gpt`.
     seed : int
         Seeds the initial weights and the generator given to ``sample_batch``.
     init_std : float, default 0.02

@@ -266,7 +266,7 @@ def coreference_loss_and_grads(params: dict[str, np.ndarray], config: GPTConfig,
     two nouns, the logits are :math:`\ell_c = h \cdot e_c`. The gradient runs back from
     :math:`d\ell = \operatorname{softmax}(\ell) - \text{onehot}(y)` (over the batch's mean)
     to :math:`dh = \sum_c d\ell_c\, e_c` at the position of "it" (zero elsewhere), then
-    through the encoder (:func:`~.encoder_decoder.encoder_backward`); the two nouns'
+    through the encoder (``encoder_decoder.encoder_backward``); the two nouns'
     embedding rows also get :math:`d\ell_c\, h` from the output side.
     """
     logits, _, (saved, tokens, h_it, cand_ids, e) = _forward(params, config, batch, keep=True)

@@ -1,6 +1,6 @@
 r"""Two layers make an induction head: an attention-only GPT trained to continue a repeat.
 
-The data (:func:`~attention_lib.training.make_induction_data`): random tokens in which
+The data (:func:`~attention_lib.make_induction_data`): random tokens in which
 one random segment is written twice, back to back, at a random place and with a random
 length. The first copy cannot be predicted (its loss stays near :math:`\log V`); the
 second can, by the rule "find the earlier occurrence of the current token and predict
@@ -157,7 +157,7 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
         of the model's vocabulary; ``make_induction_data(n, length=2 * L, min_period=L,
         max_period=L, ...)`` gives random tokens that are one segment written twice and
         nothing else. By default ``n_sequences`` fresh ones of
-        :func:`~attention_lib.training.make_induction_data`, drawn from the generator
+        :func:`~attention_lib.make_induction_data`, drawn from the generator
         ``default_rng(SeedSequence([seed, 2]))``, a stream no training run draws from
         (the training batches of seed ``s`` come from ``SeedSequence([s, 1])``).
     n_sequences : int, default 512
@@ -327,7 +327,7 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
 
     Notes
     -----
-    Each step draws 32 fresh sequences of :func:`~attention_lib.training.make_induction_data`
+    Each step draws 32 fresh sequences of :func:`~attention_lib.make_induction_data`
     (33 tokens of 64, a segment of 8 to 16 tokens written twice) and trains on the
     next-token loss of every position, with AdamW (learning rate :math:`3\cdot10^{-3}`
     after 100 warm-up steps, cosine decay to :math:`3\cdot10^{-4}`, weight decay 0.1,
