@@ -375,7 +375,7 @@ def _describe(text: str, written: str) -> str:
     return text
 
 
-SCRIPT_SRC = re.compile(r'<script\b([^>]*)\bsrc="([^"]+)"([^>]*)></script>')
+SCRIPT_SRC = re.compile(r'<script\b([^>]*?\s)src="([^"]+)"([^>]*)></script>')
 IMG = re.compile(r"<img\b([^>]*?)\s*/?>")
 
 

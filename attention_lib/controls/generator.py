@@ -27,6 +27,7 @@ from .element import (
     TEMPLATES,
     ControlElement,
     assemble,
+    blob_markup,
     check_title,
     fill,
     fmt,
@@ -37,10 +38,6 @@ __all__ = ["mulberry32", "text_generator"]
 
 #: Characters of context shown in each head's strip.
 STRIP = 24
-#: Marks the element that carries the weights; the website's build moves its content into
-#: a file (``_ext/fast_pages.py``) and leaves ``data-src`` with the file's address.
-BLOB_CLASS = "lc-blob"
-
 
 #: What the page says, in the words the ValueError uses too (``{name}`` slots).
 MESSAGES = {
@@ -253,8 +250,7 @@ value="{pos}" disabled>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on the
 last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{_head_rows(chars, weights, pos)}</tbody></table>
-<script type="application/octet-stream" class="{BLOB_CLASS}" data-blob="book-gpt">
-{encoded}</script>"""
+{blob_markup("book-gpt", encoded)}"""
     alt = ("type a prompt and pick a temperature; the trained model continues it in the page, "
            "and each attention head's weights from a chosen character are shaded")
     state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "

@@ -62,7 +62,7 @@ def test_math_is_rendered_at_build_time(html_root, name):
 def test_no_render_blocking_script(html_root, name):
     """Every script file is deferred (or async); inline scripts only."""
     html = page(html_root, name)
-    blocking = [m.group(0) for m in re.finditer(r"<script\b[^>]*\bsrc=[^>]*>", html)
+    blocking = [m.group(0) for m in re.finditer(r"<script\b[^>]*?\ssrc=[^>]*>", html)
                 if not re.search(r"\b(defer|async)\b|type=\"module\"", m.group(0))]
     assert not blocking, f"{name}.html: render-blocking scripts {blocking}"
 
@@ -113,7 +113,8 @@ def test_page_weight_is_within_budget(html_root, name):
     here = (html_root / name).parent
     total, seen = _gzip_size(html_root / f"{name}.html"), set()
     for tag in re.findall(r"<(?:script|img|link)\b[^>]*>", html):
-        url = re.search(r'\b(?:src|href)="([^"]+)"', tag)
+        # src and href only: a control's data-src is fetched when the reader starts it
+        url = re.search(r'(?<![\w-])(?:src|href)="([^"]+)"', tag)
         if (not url or re.match(r"(https?:)?//|data:", url.group(1))
                 or (tag.startswith("<link") and not re.search(r'rel="(stylesheet|preload)"', tag))
                 or 'loading="lazy"' in tag):
@@ -146,3 +147,44 @@ def test_page_titles_are_plain_text(html_root, name):
     html = page(html_root, name)
     title = re.search(r"<title>(.*?)</title>", html, flags=re.S).group(1)
     assert "\\(" not in title and "$" not in title, f"{name}: TeX in the page title {title!r}"
+
+
+def _published_site() -> str:
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[2] / "tools" / "plain_notebooks.py"
+    if "plain_notebooks" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("plain_notebooks", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["plain_notebooks"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["plain_notebooks"].site_url()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_links_within_the_site_reach_their_page_and_anchor(html_root, name):
+    """Every link into the site (a chapter's links to another page's equation, section or
+    reference among them) leads to a page that exists and to an element with its id; none
+    leaves for the published copy of the book."""
+    html = page(html_root, name)
+    here = (html_root / name).parent
+    site, broken, ids = _published_site(), [], {}
+    for url in re.findall(r'<a\b[^>]*?\shref="([^"]+)"', html):
+        url = url.replace("&amp;", "&")
+        if url.startswith(site):
+            broken.append(f"{url} (the published site, not this one)")
+            continue
+        if re.match(r"[a-z][a-z0-9+.-]*:|//", url):
+            continue
+        path, _, anchor = url.partition("#")
+        target = here.joinpath(path).resolve() if path else html_root / f"{name}.html"
+        if not target.is_file():
+            broken.append(url)
+            continue
+        if anchor and target.suffix == ".html":
+            if target not in ids:
+                ids[target] = set(re.findall(r'\sid="([^"]+)"', target.read_text()))
+            if anchor not in ids[target]:
+                broken.append(url)
+    assert not broken, f"{name}.html links to what is not there: {broken}"
