@@ -71,3 +71,44 @@ def test_the_rewrite_keeps_cell_ids_and_the_other_cells(book, tmp_path):
         "See [(3)](https://example.org/book/notation.html#equation-eq-a).\n", "Next line."]
     assert out["cells"][1:] == nb["cells"][1:]
     assert not lab_links.apply(path, "chapters/04_x", book)  # nothing left to do
+
+
+def _texts_for(book) -> dict[str, set[str]]:
+    """For every address a role can be rewritten to, the texts it may show there."""
+    from docutils.nodes import make_id
+
+    shown: dict[str, set[str]] = {}
+    for label, (docname, kind, info) in book.labels.items():
+        anchor = f"equation-{make_id(label)}" if kind == "eq" else make_id(label)
+        texts = {"eq": {f"({info})", f"Equation {info}"},
+                 "exercise": {f"Exercise {info}"}}.get(kind, {info})
+        shown.setdefault(book.page(docname, anchor), set()).update(texts)
+    for key, who in book.citations.items():
+        shown[book.page("references", make_id(f"cite-{key}"))] = {who, plain._textual(who)}
+    for docname, title in book.titles.items():
+        shown[book.page(docname)] = {title}
+    return shown
+
+
+def test_the_chapters_links_to_the_website_point_to_what_exists_and_say_what_it_is():
+    """A link that tools/lab_links.py wrote still names today's equation number, the
+    entry's authors and year, the page's title; its page and anchor exist. (Text chosen
+    by the author, as in "the cost section", only needs an address that exists.)"""
+    book = plain.load_book(ROOT)
+    shown = _texts_for(book)
+    wrong = []
+    for docname, path in plain.chapters(ROOT):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        for cell in nb["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for m in plain.LINK.finditer("".join(cell["source"])):
+                text, url = m.group("text"), m.group("url")
+                if not url.startswith(book.site):
+                    continue
+                if url not in shown:
+                    wrong.append(f"{docname}: {url} is not a page or label of the book")
+                elif (text.startswith("(") or "cite-" in url or "#" not in url) \
+                        and text not in shown[url] and not text.startswith("the "):
+                    wrong.append(f"{docname}: [{text}]({url}) should say {shown[url]}")
+    assert not wrong, "\n".join(wrong)

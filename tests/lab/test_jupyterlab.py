@@ -190,6 +190,25 @@ def test_rendered_markdown_shows_no_raw_myst(page):
     assert not raw, f"raw MyST in the rendered notebook: {raw[:5]}"
 
 
+def test_references_to_other_pages_read_as_on_the_website(page):
+    """An equation of the notation page or a cited work shows as the website shows it
+    ("(5)", "Vaswani et al., 2017"), a link, and never as its bare key."""
+    nb = nbformat.read(ROOT / "chapters" / CHAPTER, as_version=4)
+    links = [(text, url.split("#")[1]) for c in nb.cells if c.cell_type == "markdown"
+             for text, url in re.findall(r"\[([^\]]+)\]\((https://[^)\s]+#[^)\s]+)\)",
+                                         c.source)]
+    assert any(a.startswith("cite-") for _, a in links), "the chapter cites nothing"
+    assert any(a.startswith("equation-") for _, a in links), "no equation of another page"
+    text = " ".join(_rendered_markdown(page))
+    hrefs = page.evaluate("""() => [...document.querySelectorAll('.jp-MarkdownCell a')]
+        .map(a => a.getAttribute('href') || '')""")
+    for shown, anchor in links:
+        key = re.sub(r"^(cite|equation)-", "", anchor)
+        assert shown in text, f"{shown!r} is not shown"
+        assert key not in text, f"the bare key {key!r} is shown"
+        assert any(h.endswith("#" + anchor) for h in hrefs), f"no link to #{anchor}"
+
+
 def test_prose_shows_the_computed_numbers(page):
     values = _eval_values(ROOT / "chapters" / CHAPTER)
     assert values, "the chapter quotes no computed number"
