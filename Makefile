@@ -16,7 +16,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store bench-site train-model clean distclean
+.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store bench-site train-model induction-seeds clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
+	@echo "make induction-seeds  train chapter 19's induction model from six seeds, store the table"
 	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
 
@@ -118,6 +119,11 @@ bench-store: $(STAMP)
 # package, attention_lib/data/book_gpt.npz.
 train-model: $(STAMP)
 	$(BIN)/python tools/train_book_model.py
+
+# Trains chapter 19's induction model from six seeds (about two minutes) and stores what each
+# reached, attention_lib/data/induction_seeds.json.
+induction-seeds: $(STAMP)
+	$(BIN)/python tools/induction_seeds.py
 
 # Lighthouse (npm, pinned in benchmarks/lighthouse/package-lock.json, installed into
 # _build/lighthouse) with the system Chromium, on the built site served gzip-compressed

@@ -95,6 +95,7 @@ from .induction import (  # noqa: F401
     head_ablation_losses,
     induction_config,
     induction_scores,
+    induction_seed_survey,
     train_induction_model,
 )
 from .loop import Task, TrainingResult, init_params, train  # noqa: F401

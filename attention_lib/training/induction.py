@@ -27,6 +27,7 @@ held-out sequences; :func:`head_ablation_losses` removes one head at a time.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ from ..gpt.model import _forward
 from .data import InductionData, make_induction_data
 
 __all__ = ["InductionLog", "InductionScores", "head_ablation_losses", "induction_config",
-           "induction_scores", "train_induction_model"]
+           "induction_scores", "induction_seed_survey", "train_induction_model"]
 
 # The task and the model of the book.
 VOCAB_SIZE = 64
@@ -335,13 +336,11 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
     (:func:`~attention_lib.gpt.train.train_gpt_on_batches`). The two-layer model sits on
     a plateau near :math:`\log 64` for a few hundred steps, then its loss on the second
     copy falls within about a hundred steps: a previous-token head has formed in layer 1
-    and an induction head in layer 2. Measured for seeds 0 to 5 (512 held-out
-    sequences): the loss on the second copy falls below :math:`\tfrac12 \log 64` at
-    step 450 to 500 and ends at 0.51 to 0.58 nats, against 4.27 to 4.31 on the first
-    copy; the best previous-token head of layer 1 scores 0.66 to 0.70, both heads of
-    layer 2 are induction heads (0.89 to 0.91). One layer (seeds 0 to 3) ends at 3.25 to
-    3.27 on the second copy. A run takes about 25 s of one core (float64; the BLAS is
-    held to one thread meanwhile, since products this small only lose time to more).
+    and an induction head in layer 2. :func:`induction_seed_survey` holds what six seeds
+    reached (the step of the fall, the final losses and head scores). One layer (seeds 0
+    to 3) ends at 3.25 to 3.27 on the second copy. A run takes about 25 s of one core
+    (float64; the BLAS is held to one thread meanwhile, since products this small only
+    lose time to more).
 
     Training amplifies rounding differences. Measured with OpenBLAS's AVX-512, AVX2 and
     AVX kernels (``OPENBLAS_CORETYPE``) and numpy's AVX-512 loops on and off: in float64
@@ -391,3 +390,47 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
         induction=np.stack([m.induction for m in measured]),
         settings=settings, seconds=gpt_log.seconds)
     return params, config, log
+
+
+SURVEY_FILE = "induction_seeds.json"
+SURVEY_FIELDS = {"seed": int, "phase_change_step": (int, type(None)), "first_half_loss": float,
+                 "second_half_loss": float, "previous_token": float, "induction": float,
+                 "seconds": float}
+
+
+def induction_seed_survey() -> list[dict[str, Any]]:
+    r"""The two-layer model trained from several seeds: what each run reached.
+
+    Read from the package's data (``attention_lib/data/induction_seeds.json``, written by
+    ``tools/induction_seeds.py``, which calls :func:`train_induction_model` with
+    ``return_log=True`` for each seed). The test suite trains one of the seeds again and
+    checks its row.
+
+    Returns
+    -------
+    list of dict
+        One per seed, in order: ``seed``; ``phase_change_step``, the first measured step
+        at which the held-out loss on the second copy was below :math:`\tfrac12\log 64`
+        (:meth:`InductionLog.phase_change_step`, None if never); after the last step,
+        ``first_half_loss`` and ``second_half_loss`` (nats per token on the held-out
+        sequences), ``previous_token`` (the best previous-token score of layer 1),
+        ``induction`` (the best induction score of layer 2); and ``seconds``, the time
+        the run took on the machine the file names.
+
+    Examples
+    --------
+    >>> rows = induction_seed_survey()
+    >>> rows[0]["seed"], rows[0]["phase_change_step"] is not None
+    (0, True)
+    """
+    from importlib import resources
+
+    text = resources.files("attention_lib").joinpath("data", SURVEY_FILE).read_text("utf-8")
+    rows = json.loads(text)["seeds"]
+    for row in rows:
+        if set(row) != set(SURVEY_FIELDS) or not all(
+                isinstance(row[k], t) and not isinstance(row[k], bool)
+                for k, t in SURVEY_FIELDS.items()):
+            raise ValueError(f"{SURVEY_FILE}: a row does not have the fields "
+                             f"{sorted(SURVEY_FIELDS)} with their types: {row}")
+    return rows
