@@ -67,3 +67,31 @@ def test_an_unknown_name_is_an_attribute_error():
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("al.no_such_name did not raise")
+
+
+def test_every_data_file_is_package_data_of_the_wheel():
+    """A file the library reads through importlib.resources must be listed in pyproject's
+    package-data, or an installed (non-editable) copy, as Binder and Colab have, lacks it."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]
+    tracked = subprocess.run(["git", "ls-files", "attention_lib"], cwd=root, text=True,
+                             capture_output=True, check=True).stdout.split()
+    missing = []
+    for path in tracked:
+        if path.endswith(".py") or "/data/" not in path and "/assets/" not in path:
+            continue
+        parts = Path(path).parts
+        found = False
+        for package, patterns in listed.items():
+            depth = len(package.split("."))
+            if ".".join(parts[:depth]) != package:
+                continue
+            inside = "/".join(parts[depth:])
+            found |= any(fnmatch.fnmatch(inside, p) for p in patterns)
+        if not found:
+            missing.append(path)
+    assert not missing, f"not in pyproject's package-data: {missing}"
