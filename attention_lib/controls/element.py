@@ -310,6 +310,22 @@ def float32_blob(params: Mapping[str, np.ndarray], names: Sequence[str]
     return layout, base64.b64encode(raw.tobytes()).decode("ascii")
 
 
+def sequence_field(ident: str, label: str, text: str, rules: str) -> str:
+    """The box a reader types a sequence into, with the rules under it and a line for errors.
+
+    The HTML parser drops one new line right after ``<textarea>``: one is added, so none of
+    ``text`` is lost.
+    """
+    return f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
+<label for="{ident}-seq">{label}</label>
+<textarea class="lc-seq" id="{ident}-seq" rows="2" disabled autocomplete="off"
+spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
+{html.escape(text)}</textarea>
+</div></div>
+<p class="lc-hint" id="{ident}-rules">{html.escape(rules)}</p>
+<p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>"""
+
+
 def blob_markup(kind: str, encoded: str) -> str:
     """The element that carries the weights: a script that never runs (its type is not
     JavaScript); the website's build moves its content into a file of its own."""

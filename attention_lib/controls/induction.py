@@ -30,6 +30,7 @@ from .element import (
     check_title,
     fill,
     fmt,
+    sequence_field,
     uid,
 )
 from .retrieval import SEPARATOR
@@ -300,15 +301,7 @@ def induction_playground(
         f'{"" if keep[layer, head] else " checked"}><label for="{ident}-rm-{layer}-{head}">'
         f"remove L{layer + 1} H{head + 1}</label></div>"
         for layer in range(config.n_layers) for head in range(config.n_heads))
-    # The parser drops one new line right after <textarea>: one is added, so none is lost.
-    body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
-<label for="{ident}-seq">tokens</label>
-<textarea class="lc-seq" id="{ident}-seq" rows="2" disabled autocomplete="off"
-spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
-{html.escape(sequence)}</textarea>
-</div></div>
-<p class="lc-hint" id="{ident}-rules">{html.escape(rules)}</p>
-<p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>
+    body = f"""{sequence_field(ident, "tokens", sequence, rules)}
 <div class="lc-result" data-logits="{html.escape(json.dumps(logits[pos].tolist()))}">
 <ul class="lc-tokens lc-ind-tokens" aria-label="the tokens by position">{view["chips"]}</ul>
 <div class="lc-controls"><div class="lc-field lc-field-wide">

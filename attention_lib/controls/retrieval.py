@@ -23,6 +23,7 @@ from .element import (
     check_title,
     fill,
     fmt,
+    sequence_field,
     uid,
 )
 
@@ -233,15 +234,7 @@ def retrieval_playground(
              f"each a key {keys[0]}–{keys[-1]} followed by a value {values[0]}–{values[-1]} "
              f"(like {keys[2 % len(keys)]}{values[3 % len(values)]}), no key twice; then ? and "
              "the key to look up. Anything else is refused with a message.")
-    # The parser drops one new line right after <textarea>: one is added, so none is lost.
-    body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
-<label for="{ident}-seq">sequence</label>
-<textarea class="lc-seq" id="{ident}-seq" rows="2" disabled autocomplete="off"
-spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
-{html.escape(sequence)}</textarea>
-</div></div>
-<p class="lc-hint" id="{ident}-rules">{html.escape(rules)}</p>
-<p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>
+    body = f"""{sequence_field(ident, "sequence", sequence, rules)}
 <div class="lc-result" data-logits="{html.escape(json.dumps(logits[0].tolist()))}">
 {_result(keys, values, key_idx, value_idx, query, logits[0], weights[0])}</div>"""
     alt = (f"type a sequence of key-value pairs and a query (keys {keys[0]}-{keys[-1]}, "
