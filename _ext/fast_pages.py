@@ -18,10 +18,18 @@ What a reader's phone used to download and run on every page, and what it gets n
   of the other pages opens it); the notebooks' widget state (a widget needs a kernel,
   the website shows each explorer's static version) is not embedded.
 - Figures: each ``<img>`` gets its intrinsic ``width``/``height`` (no layout shift)
-  and, after the first figure of a page, ``loading="lazy"``.
+  and ``loading="lazy"``: none is fetched before the first screen of text is shown
+  (a chapter's first figure is below it on a phone), each as the reader nears it.
+- Layout: the theme's script measured every code block and output at load to decide
+  which need a tab stop, which laid out the whole page, sections the browser would
+  have skipped (``content-visibility: auto``) included; it now measures each box when
+  it nears the screen (``_ext/lazy_tab_stops.js``, appended to the theme's script).
 - Stylesheets: a page's dozen local stylesheets become one file (fewer round trips
   before the first paint), without Font Awesome's rules for ``<i>`` icons; its fonts
   are cut to the characters the remaining CSS draws (admonition and toggle icons).
+  Of the 460 kB of rules (70 kB compressed, mostly Bootstrap's components), the file
+  keeps those a page or script of the site can use (PurgeCSS, ``_ext/purge_css.js``):
+  about 190 kB (35 kB compressed), which a phone fetches before it shows anything.
 - A meta description (the page's first paragraph) for search engines.
 - Data that a control needs only when the reader starts it (the text generator's weights,
   a ``<script type="application/octet-stream" class="lc-blob">`` of base64 in the notebook's
@@ -305,10 +313,34 @@ def _subset_icon_fonts(css: str, static: Path) -> str:
     return re.sub(r"@font-face\s*\{[^}]*Font Awesome[^}]*\}", face, css)
 
 
-class Stylesheets:
-    """One bundle per distinct list of a page's local stylesheets, in their order."""
+PURGE_SCRIPT = HERE / "purge_css.js"
+# Selectors kept whole: Bootstrap's scripts build these names at run time (a tooltip's
+# "bs-tooltip-auto", a dropdown's data-bs-popper), where no page or script spells them out.
+KEEP_SELECTORS = ("bs-", "popper", "tooltip", "show", "collaps", "fade", "dropdown", "modal")
 
-    def __init__(self, outdir: Path) -> None:
+
+def _purge_css(app, css: str) -> str:
+    """``css`` without the rules no page or script of the site can use (_ext/purge_css.js)."""
+    modules = _node_modules(app)
+    if not (modules / "purgecss").is_dir():
+        raise RuntimeError(f"{modules / 'purgecss'} is missing: `make book` installs it")
+    outdir = Path(app.outdir).as_posix()
+    request = json.dumps({"css": css, "keep": list(KEEP_SELECTORS),
+                          "content": [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]})
+    done = subprocess.run(["node", str(PURGE_SCRIPT)], input=request, capture_output=True,
+                          text=True, env={**os.environ, "BOOK_NODE_MODULES": str(modules)},
+                          check=False, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"node {PURGE_SCRIPT.name} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)["css"]
+
+
+class Stylesheets:
+    """One bundle per distinct list of a page's local stylesheets, in their order, without
+    the rules that nothing on the site uses."""
+
+    def __init__(self, app, outdir: Path) -> None:
+        self.app = app
         self.outdir = outdir
         self.static = outdir / "_static"
         self.bundles: dict[tuple[str, ...], str] = {}
@@ -319,6 +351,10 @@ class Stylesheets:
             css = "\n".join(_load_css(f, self.static) for f in files)
             css = _subset_icon_fonts(css, self.static)
             css = FA_ICON_RULES.sub("", css)
+            try:
+                css = _purge_css(self.app, css)
+            except (RuntimeError, OSError, ValueError) as err:
+                logger.warning("fast_pages: the stylesheet keeps every rule: %s", err)
             digest = hashlib.sha256(css.encode()).hexdigest()[:12]
             name = f"bundle-{digest}.css"
             (self.static / name).write_text(css, encoding="utf-8")
@@ -413,27 +449,49 @@ def _fast_head(text: str, path: Path, outdir: Path, icons: Icons | None,
         if icons.css:
             text = text.replace("</head>", f"<style id=\"fa-svg-styles\">{icons.css}</style>"
                                 "\n</head>", 1)
-    figures = 0
-
     def image(m: re.Match) -> str:
-        nonlocal figures
         attrs = m.group(1)
         src = re.search(r'src="([^"]+)"', attrs)
         if not src or "_images/" not in src.group(1):
             return m.group(0)
-        figures += 1
         size = _png_size(path.parent / html.unescape(src.group(1)))
         shown = re.search(r"width:\s*(\d+)px", attrs)
         if size and "height=" not in attrs:
             w = int(shown.group(1)) if shown else size[0]
             attrs += f' width="{w}" height="{round(w * size[1] / size[0])}"'
-        if figures > 1 and "loading=" not in attrs:
+        if "loading=" not in attrs:
             attrs += ' loading="lazy"'
         if "decoding=" not in attrs:
             attrs += ' decoding="async"'
         return f"<img{attrs} />"
 
     return IMG.sub(image, text)
+
+
+THEME_SCRIPT = "_static/scripts/pydata-sphinx-theme.js"
+# The theme's measurement of every scrollable box (one expression in its minified script).
+EAGER_TAB_STOP = re.compile(r"(\w+)\.tabIndex=\1\.scrollWidth>\1\.clientWidth\|\|"
+                            r"\1\.scrollHeight>\1\.clientHeight\?0:-1")
+LAZY_TAB_STOPS = HERE / "lazy_tab_stops.js"
+
+
+def _lazy_tab_stops(outdir: Path) -> None:
+    """The theme's script measures each box only when it nears the screen (lazy_tab_stops.js).
+
+    Its source map no longer matches, and its reference is dropped."""
+    path = outdir / THEME_SCRIPT
+    if not path.exists():
+        return
+    text = path.read_text(encoding="utf-8")
+    if "function lcTabStop(" in text:
+        return
+    text, found = EAGER_TAB_STOP.subn(r"lcTabStop(\1)", text)
+    if found != 1:
+        logger.warning("fast_pages: %s: the tab-stop measurement found %d times, not once; "
+                       "every page lays out all its sections at load", THEME_SCRIPT, found)
+        return
+    text = re.sub(r"\n?//# sourceMappingURL=\S+\s*$", "\n", text)
+    path.write_text(text + LAZY_TAB_STOPS.read_text(encoding="utf-8"), encoding="utf-8")
 
 
 BLOB = re.compile(r'(<script type="application/octet-stream" class="lc-blob"[^>]*?)>'
@@ -460,6 +518,7 @@ def rewrite_pages(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     outdir = Path(app.outdir)
+    _lazy_tab_stops(outdir)
     docs = []
     for path in sorted(outdir.rglob("*.html")):
         if "_static" in path.relative_to(outdir).parts:
@@ -486,7 +545,7 @@ def rewrite_pages(app, exception) -> None:
         typeset = {}
     if typeset:
         _copy_fonts(app)
-    sheets = Stylesheets(outdir)
+    sheets = Stylesheets(app, outdir)
     for path, written in docs:
         text = typeset.get(path, written)
         text = _move_blobs(text, path, outdir)

@@ -274,6 +274,52 @@ def test_page_fits_a_phone(phone_visit):
         f"sticking out: {wide}")
 
 
+# The boxes the theme gives a tab stop when their content scrolls (its selectors).
+SCROLL_BOXES = ("pre, .nboutput > .output_area, .cell_output > .output, .jp-RenderedHTMLCommon, "
+                ".pst-scrollable-table-container")
+
+
+@pytest.mark.parametrize("name", [p for p in toc_pages() if p.startswith("chapters/")])
+def test_code_boxes_are_measured_as_they_near_the_screen(phone_browser, base_url, name):
+    """A box whose content scrolls keeps a tab stop (a keyboard can scroll it), one that does
+    not loses it; each is measured when it nears the screen, not all at load (which laid
+    out the whole chapter before the first paint). A box in a closed solution is measured
+    when the solution opens."""
+    v = PageVisit(phone_browser, f"{base_url}/{name}.html")
+    page = v.page
+    # Read before anything here lays the page out: which boxes the page measured at load.
+    at_load = page.evaluate("(sel) => [...document.querySelectorAll(sel)].map(b => b.tabIndex)",
+                            SCROLL_BOXES)
+    assert at_load and all(t in (0, -1) for t in at_load), f"{name}: {at_load[:10]}"
+    far = page.evaluate(
+        """(sel) => [...document.querySelectorAll(sel)]
+             .map((b, i) => [i, b.getBoundingClientRect().top > 4 * innerHeight])""", SCROLL_BOXES)
+    far = [i for i, below in far if below]
+    assert far, f"{name}: no box four screens down"
+    assert all(at_load[i] == 0 for i in far), (
+        f"{name}: boxes four screens down were measured at load: "
+        f"{[i for i in far if at_load[i] != 0][:5]}")
+    page.evaluate("""async () => {
+        for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight / 2) {
+          window.scrollTo(0, y);
+          await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20)));
+        } }""")
+    page.wait_for_timeout(200)
+    wrong = page.evaluate(
+        """(sel) => [...document.querySelectorAll(sel)]
+             .filter(b => b.checkVisibility({visibilityProperty: true}))
+             .filter(b => b.tabIndex !== (b.scrollWidth > b.clientWidth
+                                          || b.scrollHeight > b.clientHeight ? 0 : -1))
+             .map(b => `${b.tagName}.${b.className} tabIndex ${b.tabIndex}: `
+                       + b.textContent.trim().slice(0, 40))""", SCROLL_BOXES)
+    assert not wrong, f"{name}: boxes with the wrong tab stop after scrolling: {wrong[:5]}"
+    measured = page.evaluate("(sel) => [...document.querySelectorAll(sel)].map(b => b.tabIndex)",
+                             SCROLL_BOXES)
+    assert any(measured[i] == -1 for i in far), f"{name}: no box below was measured on the way"
+    assert not v.console_errors, v.console_errors
+    page.close()
+
+
 def _fitted(visit, open_dropdowns: bool = True) -> None:
     """Open every dropdown and scroll through the page as a reader does, then wait until
     _static/fit_math.js has fitted every display equation that is shown (it fits each
