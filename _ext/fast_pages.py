@@ -319,13 +319,14 @@ PURGE_SCRIPT = HERE / "purge_css.js"
 KEEP_SELECTORS = ("bs-", "popper", "tooltip", "show", "collaps", "fade", "dropdown", "modal")
 
 
-def _purge_css(app, css: str) -> str:
-    """``css`` without the rules no page or script of the site can use (_ext/purge_css.js)."""
+def _purge_css(app, css: str, pages: list[str]) -> str:
+    """``css`` without the rules that none of ``pages`` (the pages as they are served), no
+    other page on disk and no script of the site can use (_ext/purge_css.js)."""
     modules = _node_modules(app)
     if not (modules / "purgecss").is_dir():
         raise RuntimeError(f"{modules / 'purgecss'} is missing: `make book` installs it")
     outdir = Path(app.outdir).as_posix()
-    request = json.dumps({"css": css, "keep": list(KEEP_SELECTORS),
+    request = json.dumps({"css": css, "keep": list(KEEP_SELECTORS), "pages": pages,
                           "content": [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]})
     done = subprocess.run(["node", str(PURGE_SCRIPT)], input=request, capture_output=True,
                           text=True, env={**os.environ, "BOOK_NODE_MODULES": str(modules)},
@@ -337,13 +338,18 @@ def _purge_css(app, css: str) -> str:
 
 class Stylesheets:
     """One bundle per distinct list of a page's local stylesheets, in their order, without
-    the rules that nothing on the site uses."""
+    the rules that nothing on the site uses.
+
+    The rules a page uses are known only once every page is in its final form (the maths
+    typeset, the icons drawn), so a page first links to a placeholder, and :meth:`finish`
+    writes each bundle and puts its name into the pages."""
 
     def __init__(self, app, outdir: Path) -> None:
         self.app = app
         self.outdir = outdir
         self.static = outdir / "_static"
-        self.bundles: dict[tuple[str, ...], str] = {}
+        self.bundles: dict[tuple[str, ...], str] = {}  # files -> placeholder
+        self.css: dict[str, str] = {}  # placeholder -> the rules of its files
 
     def bundle(self, files: tuple[Path, ...]) -> str:
         key = tuple(str(f) for f in files)
@@ -351,15 +357,25 @@ class Stylesheets:
             css = "\n".join(_load_css(f, self.static) for f in files)
             css = _subset_icon_fonts(css, self.static)
             css = FA_ICON_RULES.sub("", css)
+            placeholder = f"bundle-pending-{len(self.bundles)}.css"
+            self.bundles[key] = placeholder
+            self.css[placeholder] = css
+        return self.bundles[key]
+
+    def finish(self, pages: list[str]) -> list[str]:
+        """Write each bundle, purged against ``pages``; ``pages`` with the bundles' names."""
+        names = {}
+        for placeholder, css in self.css.items():
             try:
-                css = _purge_css(self.app, css)
+                css = _purge_css(self.app, css, pages)
             except (RuntimeError, OSError, ValueError) as err:
                 logger.warning("fast_pages: the stylesheet keeps every rule: %s", err)
-            digest = hashlib.sha256(css.encode()).hexdigest()[:12]
-            name = f"bundle-{digest}.css"
+            name = f"bundle-{hashlib.sha256(css.encode()).hexdigest()[:12]}.css"
             (self.static / name).write_text(css, encoding="utf-8")
-            self.bundles[key] = name
-        return self.bundles[key]
+            names[placeholder] = name
+        for placeholder, name in names.items():
+            pages = [text.replace(f"_static/{placeholder}", f"_static/{name}") for text in pages]
+        return pages
 
     def rewrite(self, text: str, path: Path) -> str:
         head_end = text.find("</head>")
@@ -546,13 +562,15 @@ def rewrite_pages(app, exception) -> None:
     if typeset:
         _copy_fonts(app)
     sheets = Stylesheets(app, outdir)
+    texts = []
     for path, written in docs:
         text = typeset.get(path, written)
         text = _move_blobs(text, path, outdir)
         text = _fast_head(text, path, outdir, icons, docs_options)
         text = sheets.rewrite(text, path)
         text = _describe(text, written)
-        text = text.replace("</head>", MARK + "\n</head>", 1)
+        texts.append(text.replace("</head>", MARK + "\n</head>", 1))
+    for (path, _), text in zip(docs, sheets.finish(texts), strict=True):
         path.write_text(text, encoding="utf-8")
 
 

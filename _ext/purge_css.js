@@ -3,7 +3,8 @@
 // in a script of the site (scripts add classes as the reader acts: Bootstrap's "show",
 // the theme's "pst-squeeze"...), or when it matches one of the patterns kept whole
 // because Bootstrap builds those names at run time. Reads JSON on stdin:
-//   {"css": "...", "content": ["glob", ...], "keep": ["regexp", ...]}
+//   {"css": "...", "pages": ["<html>...", ...], "content": ["glob", ...], "keep": ["regexp", ...]}
+// ("pages": the pages as they will be served; "content": the other files to read)
 // and writes {"css": "...", "dropped": number of selectors} on stdout.
 "use strict";
 const path = require("path");
@@ -16,7 +17,7 @@ process.stdin.on("data", (chunk) => { input += chunk; });
 process.stdin.on("end", async () => {
   const request = JSON.parse(input);
   const [result] = await new PurgeCSS().purge({
-    content: request.content,
+    content: request.content.concat(request.pages.map((raw) => ({ raw: raw, extension: "html" }))),
     css: [{ raw: request.css }],
     rejected: true,
     safelist: { greedy: request.keep.map((p) => new RegExp(p)) },
