@@ -93,20 +93,25 @@ def _node_modules(app) -> Path:
                 or Path(app.outdir).parent / "node" / "node_modules")
 
 
-def _render(app, pages: list[dict]) -> list[dict]:
-    """Typeset ``pages`` ([{"fontURL", "math": [[tex, display], ...]}]) with node."""
+def _node(app, script: Path, package: str, request: dict) -> dict:
+    """Run ``script`` in node with the build's npm packages, ``request`` as JSON on its stdin;
+    its JSON answer. ``package`` is the npm package it needs."""
     modules = _node_modules(app)
-    if not (modules / "mathjax-full").is_dir():
-        raise RuntimeError(f"{modules / 'mathjax-full'} is missing: `make book` installs it "
+    if not (modules / package).is_dir():
+        raise RuntimeError(f"{modules / package} is missing: `make book` installs it "
                            "(npm ci in _build/node from _ext/node/package-lock.json)")
-    tex = dict((app.config.mathjax3_config or {}).get("tex", {}))
-    request = json.dumps({"config": tex, "pages": pages})
-    done = subprocess.run(["node", str(RENDER_SCRIPT)], input=request, capture_output=True,
+    done = subprocess.run(["node", str(script)], input=json.dumps(request), capture_output=True,
                           text=True, env={**os.environ, "BOOK_NODE_MODULES": str(modules)},
                           check=False, timeout=600)
     if done.returncode:
-        raise RuntimeError(f"node {RENDER_SCRIPT.name} failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)["pages"]
+        raise RuntimeError(f"node {script.name} failed: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def _render(app, pages: list[dict]) -> list[dict]:
+    """Typeset ``pages`` ([{"fontURL", "math": [[tex, display], ...]}]) with node."""
+    tex = dict((app.config.mathjax3_config or {}).get("tex", {}))
+    return _node(app, RENDER_SCRIPT, "mathjax-full", {"config": tex, "pages": pages})["pages"]
 
 
 def _minify_css(css: str) -> str:
@@ -322,18 +327,10 @@ KEEP_SELECTORS = ("bs-", "popper", "tooltip", "show", "collaps", "fade", "dropdo
 def _purge_css(app, css: str, pages: list[str]) -> str:
     """``css`` without the rules that none of ``pages`` (the pages as they are served), no
     other page on disk and no script of the site can use (_ext/purge_css.js)."""
-    modules = _node_modules(app)
-    if not (modules / "purgecss").is_dir():
-        raise RuntimeError(f"{modules / 'purgecss'} is missing: `make book` installs it")
     outdir = Path(app.outdir).as_posix()
-    request = json.dumps({"css": css, "keep": list(KEEP_SELECTORS), "pages": pages,
-                          "content": [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]})
-    done = subprocess.run(["node", str(PURGE_SCRIPT)], input=request, capture_output=True,
-                          text=True, env={**os.environ, "BOOK_NODE_MODULES": str(modules)},
-                          check=False, timeout=600)
-    if done.returncode:
-        raise RuntimeError(f"node {PURGE_SCRIPT.name} failed: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)["css"]
+    return _node(app, PURGE_SCRIPT, "purgecss", {
+        "css": css, "keep": list(KEEP_SELECTORS), "pages": pages,
+        "content": [f"{outdir}/**/*.html", f"{outdir}/_static/**/*.js"]})["css"]
 
 
 class Stylesheets:

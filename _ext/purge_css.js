@@ -5,7 +5,7 @@
 // because Bootstrap builds those names at run time. Reads JSON on stdin:
 //   {"css": "...", "pages": ["<html>...", ...], "content": ["glob", ...], "keep": ["regexp", ...]}
 // ("pages": the pages as they will be served; "content": the other files to read)
-// and writes {"css": "...", "dropped": number of selectors} on stdout.
+// and writes {"css": "..."} on stdout.
 "use strict";
 const path = require("path");
 const modules = process.env.BOOK_NODE_MODULES || path.join(__dirname, "node_modules");
@@ -19,8 +19,7 @@ process.stdin.on("end", async () => {
   const [result] = await new PurgeCSS().purge({
     content: request.content.concat(request.pages.map((raw) => ({ raw: raw, extension: "html" }))),
     css: [{ raw: request.css }],
-    rejected: true,
     safelist: { greedy: request.keep.map((p) => new RegExp(p)) },
   });
-  process.stdout.write(JSON.stringify({ css: result.css, dropped: (result.rejected || []).length }));
+  process.stdout.write(JSON.stringify({ css: result.css }));
 });
