@@ -27,6 +27,7 @@ from . import (
     linear_attention,
     masks,
     measure,
+    model,
     multihead,
     positions,
     recurrence,
@@ -57,6 +58,7 @@ _MODULES = (
     positions,  # chapter 11: word order
     training,  # chapter 12: training attention
     block,  # chapter 13: the Transformer block
+    model,  # the one transformer every model is a configuration of, and its hooks
     corpus,  # Part V: the text a whole GPT learns from
     gpt,  # Part V: a whole GPT, its gradients, generation
 )

@@ -26,7 +26,6 @@ and adds the sublayer's output to the untouched residual stream; post-norm
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import numpy as np
@@ -36,6 +35,7 @@ from ._validation import (
     array_of_shape,
     as_real_array,
     broadcast_shape,
+    check_causal_sizes,
     check_flag,
     common_float_dtype,
     compute_dtype,
@@ -51,6 +51,10 @@ from ._validation import (
     real_number,
     token_rows,
 )
+from .model.config import GPTConfig
+from .model.layers import feed_forward_forward, layer_norm_forward, rms_norm_forward
+from .model.params import draw_params, fan_in_std
+from .model.stack import block_forward
 from .multihead import MultiHeadAttention
 
 __all__ = [
@@ -137,32 +141,43 @@ def layer_norm(
         params[name] = pa
     dtype = common_float_dtype(xa, *params.values())
     work = compute_dtype(dtype)  # float16 is computed in float32
-    xa = xa.astype(work, copy=False)
-    # Divide each row by a power of two near its largest |x_j| (exact: only the exponent
-    # changes), so that its squares cannot overflow or underflow; eps is scaled alike.
-    # Rows below 1 need no scaling when eps > 0: eps dominates their variance.
-    _, e = np.frexp(np.max(np.abs(xa), axis=-1, keepdims=True))  # (..., 1): max = m 2^e
+    y, eps_rows, constant = _rescaled_rows(xa.astype(work, copy=False), eps, "constant")
+    y = np.where(constant, work.type(0), y)  # a constant row is its mean: centred, exactly 0
+    g, b = (None if n not in params else params[n].astype(work, copy=False)
+            for n in ("gamma", "beta"))
+    return layer_norm_forward(y, g, b, eps_rows)[0].astype(dtype, copy=False)
+
+
+def _rescaled_rows(x: np.ndarray, eps: float, kind: str
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every row divided by a power of two near its largest ``|x_j|``, and ``eps`` alike.
+
+    Exact (only exponents change), so no digit of a norm changes, but squares can no longer
+    overflow or underflow: a row times 1e155 normalises as well as the row itself. Rows
+    below 1 need no scaling when ``eps > 0`` (``eps`` dominates their variance). Returns the
+    rows, one ``eps`` per row (..., 1), and the rows a norm cannot divide by anything but
+    ``eps`` (``kind``: "constant" rows for layer norm, "all-zero" rows for RMSNorm), whose
+    ``eps`` is 1 where its scaled value underflowed. With ``eps = 0`` such rows raise.
+    """
+    _, e = np.frexp(np.max(np.abs(x), axis=-1, keepdims=True))  # (..., 1): max = m 2^e
     if eps > 0:
         e = np.maximum(e, 0)
-    y = np.ldexp(xa, -e)  # (..., d), |y| < 1 where scaled
-    constant = np.max(xa, axis=-1, keepdims=True) == np.min(xa, axis=-1, keepdims=True)
-    centred = np.where(constant, work.type(0), y - y.mean(axis=-1, keepdims=True))  # (..., d)
-    var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1), population variance
-    denominator = var + np.ldexp(work.type(eps), -2 * e)  # (sigma^2 + eps) / 2^(2e)
-    if eps == 0 and not denominator.all():
-        count, first = first_true(denominator == 0)
+    y = np.ldexp(x, -e)  # (..., d), |y| < 1 where scaled
+    if kind == "constant":
+        degenerate = np.max(x, axis=-1, keepdims=True) == np.min(x, axis=-1, keepdims=True)
+        why = "their variance is 0, so (x - mu) / sigma is 0 / 0"
+    else:
+        degenerate = ~np.any(x, axis=-1, keepdims=True)
+        why = "their root mean square is 0, so x / rms is 0 / 0"
+    if eps == 0 and degenerate.any():
+        count, first = first_true(degenerate)
         raise ValueError(
-            f"x has {count} constant row(s), the first at index {first[:-1]}, and eps=0: "
-            f"their variance is 0, so (x - mu) / sigma is 0 / 0; expected eps > 0 "
-            "(e.g. the default 1e-5) or rows that are not constant"
+            f"x has {count} {kind} row(s), the first at index {first[:-1]}, and eps=0: "
+            f"{why}; expected eps > 0 (e.g. the default 1e-5) or rows that are not {kind}"
         )
-    denominator[denominator == 0] = 1  # constant rows (centred = 0) whose scaled eps underflowed
-    out = centred / np.sqrt(denominator)
-    if "gamma" in params:
-        out = out * params["gamma"].astype(work, copy=False)
-    if "beta" in params:
-        out = out + params["beta"].astype(work, copy=False)
-    return out.astype(dtype, copy=False)
+    eps_rows = np.ldexp(x.dtype.type(eps), -2 * e)  # (..., 1): eps / 2^(2e)
+    eps_rows[degenerate & (eps_rows == 0)] = 1  # their rows are 0: any divisor gives 0
+    return y, eps_rows, degenerate
 
 
 def feed_forward(
@@ -204,32 +219,8 @@ def feed_forward(
     >>> feed_forward(x, np.eye(2), np.zeros(2), np.eye(2), np.zeros(2))  # ReLU(x)
     array([[1., 0.]])
     """
-    xa = as_real_array(x, "x")
-    arrays = {name: as_real_array(a, name) for name, a in
-              (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2))}
-    d_model = xa.shape[-1]
-    w1a, b1a, w2a, b2a = arrays.values()
-    if w1a.ndim != 2 or w1a.shape[0] != d_model:
-        raise ValueError(f"w1 has {describe(w1a)}; expected shape (d_model, d_ff) with "
-                         f"d_model={d_model} (the last axis of x)")
-    d_ff = w1a.shape[1]
-    expected = {"b1": (d_ff,), "w2": (d_ff, d_model), "b2": (d_model,)}
-    for name, shape in expected.items():
-        if arrays[name].shape != shape:
-            raise ValueError(f"{name} has {describe(arrays[name])}; expected shape {shape} "
-                             f"(d_model={d_model}, d_ff={d_ff})")
     one_of(activation, "activation", ("relu", "gelu"))
-    dtype = common_float_dtype(xa, *arrays.values())
-    work = compute_dtype(dtype)  # float16 is computed in float32
-    w1a, b1a, w2a, b2a = (a.astype(work, copy=False) for a in arrays.values())
-    hidden = xa.astype(work, copy=False) @ w1a + b1a  # (..., n, d_ff)
-    if activation == "relu":
-        hidden = np.maximum(hidden, work.type(0))
-    else:
-        c = math.sqrt(2.0 / math.pi)
-        cube = hidden * hidden * hidden  # not hidden**3: float32 powf is ~100x slower
-        hidden = 0.5 * hidden * (1.0 + np.tanh(c * (hidden + 0.044715 * cube)))
-    return (hidden @ w2a + b2a).astype(dtype, copy=False)  # (..., n, d_model)
+    return _network(activation, x, {"w1": w1, "b1": b1, "w2": w2, "b2": b2})
 
 
 def rms_norm(x: ArrayLike, gain: ArrayLike | None = None, *, eps: float = 1e-5) -> np.ndarray:
@@ -279,25 +270,9 @@ def rms_norm(x: ArrayLike, gain: ArrayLike | None = None, *, eps: float = 1e-5) 
         gain, "gain", (d,), what=f"({d},), one entry per feature of x ({describe(xa)})")]
     dtype = common_float_dtype(xa, *params)
     work = compute_dtype(dtype)  # float16 is computed in float32
-    xa = xa.astype(work, copy=False)
-    # Divide each row by a power of two near its largest |x_j| (exact), as layer_norm does.
-    _, e = np.frexp(np.max(np.abs(xa), axis=-1, keepdims=True))  # (..., 1): max = m 2^e
-    if eps > 0:
-        e = np.maximum(e, 0)
-    y = np.ldexp(xa, -e)  # (..., d)
-    denominator = np.mean(y * y, axis=-1, keepdims=True) + np.ldexp(work.type(eps), -2 * e)
-    if eps == 0 and not denominator.all():
-        count, first = first_true(denominator == 0)
-        raise ValueError(
-            f"x has {count} all-zero row(s), the first at index {first[:-1]}, and eps=0: "
-            "their root mean square is 0, so x / rms is 0 / 0; expected eps > 0 (e.g. the "
-            "default 1e-5) or rows that are not all zero"
-        )
-    denominator[denominator == 0] = 1  # zero rows whose scaled eps underflowed: y = 0 there
-    out = y / np.sqrt(denominator)
-    if params:
-        out = out * params[0].astype(work, copy=False)
-    return out.astype(dtype, copy=False)
+    y, eps_rows, _ = _rescaled_rows(xa.astype(work, copy=False), eps, "all-zero")
+    gain = params[0].astype(work, copy=False) if params else None
+    return rms_norm_forward(y, gain, eps_rows)[0].astype(dtype, copy=False)
 
 
 def swiglu(x: ArrayLike, w_gate: ArrayLike, w_up: ArrayLike, w_down: ArrayLike) -> np.ndarray:
@@ -331,23 +306,37 @@ def swiglu(x: ArrayLike, w_gate: ArrayLike, w_up: ArrayLike, w_down: ArrayLike) 
     >>> swiglu(x, np.eye(2), np.eye(2), np.eye(2)).round(4)   # SiLU(x) * x
     array([[0.7311, 0.2689]])
     """
+    return _network("swiglu", x, {"w_gate": w_gate, "w_up": w_up, "w_down": w_down})
+
+
+def _network(kind: str, x: ArrayLike, weights: dict[str, ArrayLike]) -> np.ndarray:
+    """Check a feed-forward network's weights against ``x`` and run it in their common dtype.
+
+    The first weight is a (d_model, d_ff) matrix; the others must have the shapes their
+    names take in :func:`feed_forward` and :func:`swiglu`.
+    """
     xa = as_real_array(x, "x")
     d_model = xa.shape[-1]
-    wg = as_real_array(w_gate, "w_gate")
-    if wg.ndim != 2 or wg.shape[0] != d_model:
-        raise ValueError(f"w_gate has {describe(wg)}; expected shape (d_model, d_ff) with "
-                         f"d_model={d_model} (the last axis of x)")
-    d_ff = wg.shape[1]
-    sizes = f"(d_model={d_model}, d_ff={d_ff})"
-    wu = array_of_shape(w_up, "w_up", (d_model, d_ff), what=f"(d_model, d_ff) {sizes}")
-    wd = array_of_shape(w_down, "w_down", (d_ff, d_model), what=f"(d_ff, d_model) {sizes}")
-    dtype = common_float_dtype(xa, wg, wu, wd)
+    (first, w), *rest = weights.items()
+    arrays = {first: as_real_array(w, first)}
+    if arrays[first].ndim != 2 or arrays[first].shape[0] != d_model:
+        raise ValueError(f"{first} has {describe(arrays[first])}; expected shape (d_model, d_ff) "
+                         f"with d_model={d_model} (the last axis of x)")
+    d_ff = arrays[first].shape[1]
+    sizes = {"d_model": d_model, "d_ff": d_ff}
+    shapes = {"b1": ("d_ff",), "w2": ("d_ff", "d_model"), "b2": ("d_model",),
+              "w_up": ("d_model", "d_ff"), "w_down": ("d_ff", "d_model")}
+    for name, a in rest:
+        symbols = shapes[name]
+        arrays[name] = array_of_shape(
+            a, name, tuple(sizes[n] for n in symbols),
+            what=f"({', '.join(symbols)}{',' * (len(symbols) == 1)}) (d_model={d_model}, "
+                 f"d_ff={d_ff})")
+    dtype = common_float_dtype(xa, *arrays.values())
     work = compute_dtype(dtype)  # float16 is computed in float32
-    xa = xa.astype(work, copy=False)
-    gate = xa @ wg.astype(work, copy=False)  # (..., n, d_ff)
-    up = xa @ wu.astype(work, copy=False)  # (..., n, d_ff)
-    hidden = gate * (0.5 * (1.0 + np.tanh(0.5 * gate))) * up  # SiLU(gate) * up, (..., n, d_ff)
-    return (hidden @ wd.astype(work, copy=False)).astype(dtype, copy=False)  # (..., n, d_model)
+    p = {name: a.astype(work, copy=False) for name, a in arrays.items()}
+    out, _ = feed_forward_forward(kind, xa.astype(work, copy=False), p, "")
+    return out.astype(dtype, copy=False)  # (..., n, d_model)
 
 
 class TransformerBlock:
@@ -425,10 +414,13 @@ class TransformerBlock:
         self.self_attn = MultiHeadAttention(d_model, num_heads, rng=rng)
         self.cross_attn = (MultiHeadAttention(d_model, num_heads, rng=rng)
                            if cross_attention else None)
-        self.w1 = rng.normal(0.0, 1.0 / math.sqrt(d_model), size=(d_model, d_ff))
-        self.b1 = np.zeros(d_ff)
-        self.w2 = rng.normal(0.0, 1.0 / math.sqrt(d_ff), size=(d_ff, d_model))
-        self.b2 = np.zeros(d_model)
+        # The one model's configuration of this block (its sizes; no vocabulary of its own).
+        self._config = GPTConfig(1, 1, d_model, 1, num_heads, d_ff, causal=self.causal,
+                                 cross_attention=cross_attention, norm_position=self.norm,
+                                 ffn="relu", attention_biases=False)
+        ffn = draw_params({"w1": (d_model, d_ff), "b1": (d_ff,), "w2": (d_ff, d_model),
+                           "b2": (d_model,)}, rng, fan_in_std)  # N(0, 1/fan-in), biases 0
+        self.w1, self.b1, self.w2, self.b2 = ffn.values()
         n_sub = 3 if cross_attention else 2
         self.norms = [(np.ones(d_model), np.zeros(d_model)) for _ in range(n_sub)]
 
@@ -500,12 +492,7 @@ class TransformerBlock:
                 + f"(cross_attention={self.cross_attn is not None})")
         dtype = common_float_dtype(xa)  # of the result: float32 stays float32
         work = compute_dtype(dtype)  # the weights are cast to it; float16 is computed in float32
-        xa = xa.astype(work, copy=False)
-        ffn = [w.astype(work, copy=False) for w in (self.w1, self.b1, self.w2, self.b2)]
-        norms = [(g.astype(work, copy=False), b.astype(work, copy=False))
-                 for g, b in self.norms]
-        weights: dict[str, np.ndarray] = {}
-        sublayers = [("self", lambda h: self.self_attn(h, causal=self.causal))]
+        mem = None
         if self.cross_attn is not None:
             mem = token_rows(memory, "memory", self.d_model).astype(work, copy=False)
             if broadcast_shape(xa.shape[:-2], mem.shape[:-2]) is None:
@@ -513,18 +500,27 @@ class TransformerBlock:
                     f"memory has {describe(mem)}, whose leading (batch) axes do not broadcast "
                     f"with those of x {xa.shape[:-2]}; expected shapes numpy can broadcast"
                 )
-            sublayers.append(("cross", lambda h: self.cross_attn(h, mem)))
-        sublayers.append(("ffn", lambda h: (feed_forward(h, *ffn), None)))
-        for (name, sublayer), (gamma, beta) in zip(sublayers, norms, strict=True):
-            if self.norm == "pre":
-                out, w = sublayer(layer_norm(xa, gamma, beta))
-                xa = xa + out  # (..., n, d_model): the residual stream
-            else:
-                out, w = sublayer(xa)
-                xa = layer_norm(xa + out, gamma, beta)
-            if w is not None:
-                weights[name] = w.astype(dtype, copy=False)
-        return xa.astype(dtype, copy=False), weights
+        if self.causal:
+            check_causal_sizes(xa.shape[-2], xa.shape[-2])
+        params = {name: a.astype(work, copy=False) for name, a in self._core_params().items()}
+        y, w, wx, _ = block_forward(xa.astype(work, copy=False), params, self._config, "",
+                                    memory=mem)
+        weights = {"self": w.astype(dtype, copy=False)}
+        if wx is not None:
+            weights["cross"] = wx.astype(dtype, copy=False)
+        return y.astype(dtype, copy=False), weights
+
+    def _core_params(self) -> dict[str, np.ndarray]:
+        """The block's arrays under the one model's names (``ln1.gamma``, ``attn.w_q``, ...)."""
+        p: dict[str, np.ndarray] = {}
+        norm_names = ["ln1", "ln_x", "ln2"] if self.cross_attn is not None else ["ln1", "ln2"]
+        for name, (gamma, beta) in zip(norm_names, self.norms, strict=True):
+            p[name + ".gamma"], p[name + ".beta"] = gamma, beta
+        for sub, mha in (("attn", self.self_attn), ("cross", self.cross_attn)):
+            if mha is not None:
+                p |= {f"{sub}.w_{m}": w for m, w in zip("qkvo", mha.parameters().values(),
+                                                         strict=True)}
+        return p | {"ff.w1": self.w1, "ff.b1": self.b1, "ff.w2": self.w2, "ff.b2": self.b2}
 
 
 def block_parameter_count(

@@ -22,8 +22,6 @@ have ``h_kv`` such column blocks, and query head ``i`` uses key/value head
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -31,6 +29,7 @@ from ._validation import (
     as_bool_mask,
     as_real_array,
     broadcast_shape,
+    check_causal_sizes,
     check_flag,
     check_grouped_heads,
     common_float_dtype,
@@ -45,6 +44,8 @@ from ._validation import (
     token_rows,
 )
 from .attention import causal_mask, scaled_dot_product_attention
+from .model.attention import allowed_keys, attention_forward, merge, split
+from .model.params import draw_params, fan_in_std
 
 __all__ = ["MultiHeadAttention", "grouped_query_attention", "merge_heads", "split_heads"]
 
@@ -91,16 +92,15 @@ def split_heads(x: ArrayLike, num_heads: int) -> np.ndarray:
     """
     x = as_real_array(x, "x", min_ndim=2)
     num_heads = positive_int(num_heads, "num_heads")
-    *lead, n, d_model = x.shape
+    d_model = x.shape[-1]
     try:
-        d_head = head_size(d_model, num_heads)
+        head_size(d_model, num_heads)
     except ValueError:
         raise ValueError(
             f"x has last axis d_model={d_model} ({describe(x)}), which is not divisible by "
             f"num_heads={num_heads}; expected a multiple of {num_heads}"
         ) from None
-    x = x.reshape(*lead, n, num_heads, d_head)  # (..., n, d_model) -> (..., n, h, d_head)
-    return np.swapaxes(x, -3, -2)  # (..., n, h, d_head) -> (..., h, n, d_head)
+    return split(x, num_heads)  # (..., n, d_model) -> (..., h, n, d_head)
 
 
 def merge_heads(x: ArrayLike) -> np.ndarray:
@@ -133,10 +133,7 @@ def merge_heads(x: ArrayLike) -> np.ndarray:
     >>> np.array_equal(split_heads(merge_heads(heads), 2), heads)
     True
     """
-    x = as_real_array(x, "x", min_ndim=3)
-    *lead, h, n, d_head = x.shape
-    x = np.swapaxes(x, -3, -2)  # (..., h, n, d_head) -> (..., n, h, d_head)
-    return x.reshape(*lead, n, h * d_head)  # (..., n, h, d_head) -> (..., n, h * d_head)
+    return merge(as_real_array(x, "x", min_ndim=3))  # (..., h, n, d_head) -> (..., n, h*d_head)
 
 
 def grouped_query_attention(
@@ -332,13 +329,14 @@ class MultiHeadAttention:
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.d_head = d_head
-        std = 1.0 / math.sqrt(d_model)
         d_kv = num_kv_heads * d_head  # d_model unless grouped-query attention
-        # Drawn in this order, so a given seed always gives the same four matrices.
-        self.W_Q = rng.normal(0.0, std, size=(d_model, d_model))  # (d_model, h * d_head)
-        self.W_K = rng.normal(0.0, std, size=(d_model, d_kv))  # (d_model, h_kv * d_head)
-        self.W_V = rng.normal(0.0, std, size=(d_model, d_kv))  # (d_model, h_kv * d_head)
-        self.W_O = rng.normal(0.0, std, size=(d_model, d_model))  # (h * d_head, d_model)
+        # Drawn in this order, N(0, 1/d_model), so a given seed always gives the same four.
+        self.W_Q, self.W_K, self.W_V, self.W_O = draw_params(
+            {"W_Q": (d_model, d_model),  # (d_model, h * d_head)
+             "W_K": (d_model, d_kv),  # (d_model, h_kv * d_head)
+             "W_V": (d_model, d_kv),  # (d_model, h_kv * d_head)
+             "W_O": (d_model, d_model)},  # (h * d_head, d_model)
+            rng, fan_in_std).values()
 
     def __repr__(self) -> str:
         kv = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
@@ -434,6 +432,7 @@ class MultiHeadAttention:
         """
         x = token_rows(x, "x", self.d_model)
         context = x if context is None else token_rows(context, "context", self.d_model)
+        causal = check_flag(causal, "causal")
         n_q, n_k = x.shape[-2], context.shape[-2]
         batch = broadcast_shape(x.shape[:-2], context.shape[:-2])
         if batch is None:
@@ -448,23 +447,18 @@ class MultiHeadAttention:
         dtype = common_float_dtype(x, context)  # of the result: float32 stays float32
         work = compute_dtype(dtype)  # float16 is computed in float32
         w = self._weights(work)
+        self_attention = context is x
         x = x.astype(work, copy=False)
-        context = context.astype(work, copy=False)
-
-        h, h_kv = self.num_heads, self.num_kv_heads
-        q = split_heads(x @ w["W_Q"], h)  # (..., n_q, d_model) -> (..., h, n_q, d_head)
-        k = split_heads(context @ w["W_K"], h_kv)  # (..., n_k, d_kv) -> (..., h_kv, n_k, d_head)
-        v = split_heads(context @ w["W_V"], h_kv)  # (..., n_k, d_kv) -> (..., h_kv, n_k, d_head)
-        if h_kv == h:
-            heads, weights = scaled_dot_product_attention(
-                q, k, v, head_mask, causal=causal
-            )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
-        else:  # query head i uses key/value head i // (h / h_kv)
-            heads, weights = grouped_query_attention(
-                q, k, v, causal=causal, mask=head_mask
-            )  # (..., h, n_q, d_head), (..., h, n_q, n_k)
-        concat = merge_heads(heads)  # (..., h, n_q, d_head) -> (..., n_q, d_model)
-        output = concat @ w["W_O"]  # (..., n_q, d_model) @ (d_model, d_model)
+        context = x if self_attention else context.astype(work, copy=False)
+        if causal:
+            check_causal_sizes(n_q, n_k)
+        _raise_if_a_row_sees_nothing(allowed_keys(n_q, n_k, causal=causal, window=None,
+                                                  mask=head_mask), batch, self.num_heads)
+        layer = {"w_q": w["W_Q"], "w_k": w["W_K"], "w_v": w["W_V"], "w_o": w["W_O"]}
+        output, weights, _ = attention_forward(
+            x, layer, "", n_heads=self.num_heads, n_kv_heads=self.num_kv_heads,
+            memory=None if self_attention else context, causal=causal, mask=head_mask,
+        )  # (..., n_q, d_model), (..., h, n_q, n_k): Concat(head_1, ..., head_h) W_O
         return output.astype(dtype, copy=False), weights.astype(dtype, copy=False)
 
     def _head_mask(
@@ -491,3 +485,16 @@ class MultiHeadAttention:
             return m  # (..., h or 1, n_q, n_k)
         m = m.reshape((1,) * max(0, 2 - m.ndim) + m.shape)  # (..., n_q or 1, n_k or 1)
         return m[..., None, :, :]  # (..., n_q, n_k) -> (..., 1, n_q, n_k): same for every head
+
+
+def _raise_if_a_row_sees_nothing(allowed: np.ndarray | None, batch: tuple[int, ...],
+                                 h: int) -> None:
+    """A query row that the mask (and ``causal``) leaves with no key has no softmax: raise,
+    naming the (..., head, query) of the first."""
+    if allowed is None:
+        return
+    empty = ~allowed.any(axis=-1)  # (..., h or 1, n_q)
+    shape = np.broadcast_shapes(empty.shape, (*batch, 1, 1))
+    raise_if_fully_masked(np.broadcast_to(empty, shape), "query row(s) with no key",
+                          where="(..., head, query) ",
+                          remedy="Expected a mask that leaves every query at least one key")

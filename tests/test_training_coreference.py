@@ -14,7 +14,8 @@ from training_reference import assert_gradients_match, central_differences
 import attention_lib as al
 from attention_lib.training import coreference as co
 
-TINY = al.GPTConfig(vocab_size=54, context=12, d_model=4, n_layers=2, n_heads=2, d_ff=6)
+TINY = al.GPTConfig(vocab_size=54, context=12, d_model=4, n_layers=2, n_heads=2, d_ff=6,
+                    causal=False)
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +126,10 @@ def test_the_weights_from_it_and_their_scores():
     np.testing.assert_allclose(w, al.softmax(s), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-12)
     # against the encoder run directly: row of "it" (position 7)
-    from attention_lib.training.encoder_decoder import encoder_forward
-
     ids = [[model.vocabulary.index(x) for x in sentence.split()]]
-    _, weights, _ = encoder_forward(model.params, model.config, np.array(ids))
-    np.testing.assert_allclose(w, np.stack(weights)[:, 0, :, 7, :], rtol=1e-12)
+    weights = al.gpt_attention_weights(model.params, model.config, ids)  # no causal mask
+    np.testing.assert_allclose(w, weights[:, 0, :, 7, :], rtol=1e-12)
+    assert np.all(w[:, :, 8:] > 0)  # "it" sees the words after it
 
 
 def test_prediction_is_the_larger_of_the_two_nouns_logits():

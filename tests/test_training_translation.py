@@ -12,8 +12,8 @@ import attention_lib as al
 from attention_lib.training import translation as tr
 
 ENC, DEC = al.translation_configs()
-TINY = (al.GPTConfig(ENC.vocab_size, ENC.context, 4, 1, 2, d_ff=6),
-        al.GPTConfig(DEC.vocab_size, DEC.context, 4, 2, 2, d_ff=6))
+TINY = (al.GPTConfig(ENC.vocab_size, ENC.context, 4, 1, 2, d_ff=6, causal=False),
+        al.GPTConfig(DEC.vocab_size, DEC.context, 4, 2, 2, d_ff=6, cross_attention=True))
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,11 @@ def test_bad_input_is_refused():
     with pytest.raises(TypeError, match="expected a str"):
         model.translate(3)
     with pytest.raises(ValueError, match="d_model"):
-        al.init_translation_model((al.GPTConfig(23, 7, 8, 1, 2), al.GPTConfig(25, 8, 4, 1, 2)))
+        al.init_translation_model((al.GPTConfig(23, 7, 8, 1, 2, causal=False),
+                                   al.GPTConfig(25, 8, 4, 1, 2, cross_attention=True)))
+    with pytest.raises(ValueError, match="the encoder's config has causal=True"):
+        al.init_translation_model((al.GPTConfig(23, 7, 4, 1, 2),
+                                   al.GPTConfig(25, 8, 4, 1, 2, cross_attention=True)))
     with pytest.raises(ValueError, match="cross_head_mask|head_mask"):
         model.translate("the dog sees a cat", cross_head_mask=np.ones(3))
 

@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import describe
+from .._validation import as_real_array, describe, real_number
+from ..model.hooks import capture_hooks
+from ..model.stack import stack_forward
 from .config import GPTConfig, check_params, check_tokens
-from .model import _forward
 
 __all__ = ["RELATIONS", "head_value_norms", "text_relations", "weight_on_relation"]
 
@@ -120,8 +121,9 @@ def weight_on_relation(weights: Any, targets: Any, *,
     >>> weight_on_relation(w, [[-1, 0, 1]])
     (array([[1.]]), array([[1.]]))
     """
-    w = np.asarray(weights, dtype=np.float64)
+    w = as_real_array(weights, "weights").astype(np.float64, copy=False)  # finite, real
     t = np.asarray(targets)
+    threshold = real_number(threshold, "threshold", minimum=0.0, maximum=1.0)
     if w.ndim != 5 or w.shape[-1] != w.shape[-2]:
         raise ValueError(f"weights have {describe(w)}; expected shape (L, B, h, T, T)")
     if t.shape != (w.shape[1], w.shape[3]) or t.dtype.kind not in "iu":
@@ -165,11 +167,13 @@ def head_value_norms(params: dict[str, np.ndarray], config: GPTConfig,
     """
     check_params(params, config)
     tokens = check_tokens(tokens, config)
-    _, _, saved = _forward(params, config, tokens, keep=True)
-    dh = config.d_head
+    values: dict[str, np.ndarray] = {}
+    sites = [f"blocks.{layer}.attn.v" for layer in range(config.n_layers)]
+    stack_forward(params, config, tokens, hooks=capture_hooks(values, sites))
+    dh, group = config.d_head, config.n_heads // config.kv_heads
     norms = []
-    for layer in range(config.n_layers):
-        v = saved[layer]["attn"][3]  # (B, h, T, d_head)
+    for layer, site in enumerate(sites):
+        v = np.repeat(values[site], group, axis=1)  # (B, h_kv, T, dh) -> (B, h, T, dh)
         w_o = params[f"blocks.{layer}.attn.w_o"].reshape(config.n_heads, dh, -1)  # (h, dh, d)
         moved = np.einsum("bhtc,hcd->bhtd", v, w_o)  # (B, h, T, d)
         norms.append(np.linalg.norm(moved, axis=-1))

@@ -14,13 +14,9 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_flag, positive_int, real_number
-from ..attention import attend
 from ..kv_cache import KVCache
-from ..multihead import merge_heads, split_heads
-from ..positions import apply_rotary
+from ..model.stack import stack_forward
 from .config import GPTConfig, check_params, check_tokens
-from .layers import feed_forward_forward, layer_norm_forward
-from .model import _forward
 
 __all__ = ["generate", "next_token_distribution"]
 
@@ -66,6 +62,10 @@ def next_token_distribution(logits: Any, *, temperature: float = 1.0, top_k: int
     if z.ndim != 1 or z.size == 0 or not np.isfinite(z).all():
         raise ValueError(f"logits have shape {z.shape}; expected a finite, non-empty 1-D array")
     temperature = real_number(temperature, "temperature", minimum=0.0)
+    if top_k is not None:  # checked whatever the temperature, so a wrong setting never hides
+        top_k = positive_int(top_k, "top_k")
+    if top_p is not None:
+        top_p = real_number(top_p, "top_p", minimum=0.0, maximum=1.0, strict_minimum=True)
     order = np.argsort(-z, kind="stable")  # most likely first, ties by id
     if temperature == 0.0:
         p = np.zeros_like(z)
@@ -73,13 +73,11 @@ def next_token_distribution(logits: Any, *, temperature: float = 1.0, top_k: int
         return p
     keep = np.ones(z.size, dtype=bool)
     if top_k is not None:
-        top_k = positive_int(top_k, "top_k")
         keep[:] = False
         keep[order[:top_k]] = True
     w = np.where(keep, np.exp((z - z.max()) / temperature), 0.0)
     p = w / w.sum()
     if top_p is not None:
-        top_p = real_number(top_p, "top_p", minimum=0.0, maximum=1.0, strict_minimum=True)
         sorted_p = p[order]
         # Keep a token while the probability before it is still short of top_p.
         before = np.cumsum(sorted_p) - sorted_p
@@ -89,36 +87,6 @@ def next_token_distribution(logits: Any, *, temperature: float = 1.0, top_k: int
         p = np.where(keep, p, 0.0)
         p = p / p.sum()
     return p
-
-
-def _cached_step(params: dict[str, np.ndarray], config: GPTConfig, caches: list[KVCache],
-                 tokens: np.ndarray, start: int) -> np.ndarray:
-    """Run positions ``start .. start + m - 1`` (tokens (m,)) through the model, reading
-    and extending every layer's cache; return the last position's logits (V,)."""
-    m = tokens.shape[0]
-    x = params["wte"][tokens]  # (m, d)
-    if config.positions == "learned":
-        x = x + params["wpe"][start:start + m]
-    positions = np.arange(start, start + m, dtype=np.float64)
-    for layer in range(config.n_layers):
-        p = f"blocks.{layer}."
-        a, _ = layer_norm_forward(x, params[p + "ln1.gamma"], params[p + "ln1.beta"])
-        q, k, v = (split_heads(a @ params[p + f"attn.w_{c}"] + params[p + f"attn.b_{c}"],
-                               config.n_heads) for c in "qkv")  # (h, m, d_head) each
-        if config.positions == "rope":
-            q, k = apply_rotary(q, positions), apply_rotary(k, positions)
-        caches[layer].append(k, v)
-        if m == 1:  # one new query sees every cached key: no mask, and nothing to check
-            heads, _ = attend(q, caches[layer].keys, caches[layer].values, None)  # (h, 1, dh)
-        else:
-            heads, _ = caches[layer].attend(q)  # (h, m, d_head): new rows of causal attention
-        x = x + merge_heads(heads) @ params[p + "attn.w_o"] + params[p + "attn.b_o"]
-        if not config.attention_only:
-            a2, _ = layer_norm_forward(x, params[p + "ln2.gamma"], params[p + "ln2.beta"])
-            x = x + feed_forward_forward(a2, params, p + "ff.")[0]
-    final, _ = layer_norm_forward(x[-1], params["ln_f.gamma"], params["ln_f.beta"])  # (d,)
-    w_out = params["wte"].T if config.tie_embeddings else params["w_out"]
-    return final @ w_out  # (V,)
 
 
 def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_new: int, *,
@@ -173,6 +141,10 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     ((7,), True)
     """
     check_params(params, config)
+    if not config.causal or config.cross_attention:
+        raise ValueError(f"config has causal={config.causal}, cross_attention="
+                         f"{config.cross_attention}; expected a decoder-only model (causal, no "
+                         "memory) to generate from")
     tokens = check_tokens(np.asarray(prompt)[None, :] if np.ndim(prompt) == 1 else prompt,
                           config, "prompt")
     if tokens.shape[0] != 1:
@@ -191,12 +163,13 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     for _ in range(n_new):
         window = np.array(seq[-config.context:], dtype=np.int64)
         if not use_cache:
-            logits = _forward(params, config, window[None, :], keep=False)[0][0, -1]
+            logits = stack_forward(params, config, window[None, :]).out[0, -1]
         elif caches is None or len(seq) > config.context:
             caches = [KVCache(initial_capacity=config.context) for _ in range(config.n_layers)]
-            logits = _cached_step(params, config, caches, window, 0)
-        else:
-            logits = _cached_step(params, config, caches, window[-1:], len(seq) - 1)
+            logits = stack_forward(params, config, window, caches=caches).out  # (V,)
+        else:  # one new position reads every layer's cache and adds to it
+            logits = stack_forward(params, config, window[-1:], caches=caches,
+                                   start=len(seq) - 1).out
         p = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
         u = uniform()
         if not 0.0 <= u < 1.0:

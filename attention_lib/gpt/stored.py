@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import asdict, dataclass, field
+import zipfile
+import zlib
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -95,7 +97,7 @@ def save_gpt(path: str | Path, params: dict[str, np.ndarray], config: GPTConfig,
     if not isinstance(tokenizer, CharTokenizer) or tokenizer.vocab_size != config.vocab_size:
         raise ValueError(f"tokenizer has {getattr(tokenizer, 'vocab_size', None)} characters; "
                          f"expected a CharTokenizer of config.vocab_size={config.vocab_size}")
-    meta = {"format": FORMAT, "config": asdict(config), "alphabet": tokenizer.alphabet,
+    meta = {"format": FORMAT, "config": config.as_dict(), "alphabet": tokenizer.alphabet,
             "log": log or {}}
     blob = json.dumps(meta, allow_nan=False, sort_keys=True).encode("utf-8")
     buffer = io.BytesIO()
@@ -116,6 +118,10 @@ def _read(data: bytes, source: str) -> BookLanguageModel:
             except ValueError as err:  # an object array would need pickle: refused
                 raise ValueError(f"{source}: entry {name!r} cannot be read as plain data "
                                  f"({err})") from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as err:  # damaged bytes
+                raise ValueError(f"{source} is damaged: entry {name!r} cannot be read "
+                                 f"({type(err).__name__}: {err}); expected a file written "
+                                 "by save_gpt, unchanged") from None
     if META not in arrays:
         raise ValueError(f"{source} has no {META!r} entry; expected a file from save_gpt")
     try:
@@ -130,7 +136,7 @@ def _read(data: bytes, source: str) -> BookLanguageModel:
                              f"expected {kind.__name__}")
     try:
         config = GPTConfig(**meta["config"])
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ValueError(f"{source}: the config is not a GPTConfig ({err})") from None
     for name, a in arrays.items():  # float16 on disk: the same numbers as float32
         if a.dtype == np.float16:

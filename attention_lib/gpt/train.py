@@ -1,57 +1,30 @@
-r"""Training a GPT: batches, AdamW with warm-up and cosine decay, clipping.
+r"""Training a GPT: windows of a token stream on the one training loop.
 
 One step of :func:`train_gpt` draws ``batch_size`` windows of ``context + 1`` tokens at
 random positions of the training stream (:func:`train_gpt_on_batches` asks a function of
 the caller for the step's batch instead), computes the mean next-token loss and its gradients
 (:func:`~attention_lib.gpt_loss_and_grads`), clips the gradients to a global norm, and
-moves every parameter by AdamW at the step's learning rate:
-
-.. math::
-
-    \eta_t = \eta_{\max}\,\frac{t}{t_w} \quad (t \le t_w), \qquad
-    \eta_t = \eta_{\min} + \tfrac12(\eta_{\max} - \eta_{\min})
-             \bigl(1 + \cos\bigl(\pi\,\tfrac{t - t_w}{T - t_w}\bigr)\bigr) \quad (t > t_w).
-
-Everything random is drawn from one seed, so a run is repeatable on one machine. On another
-CPU (other BLAS kernels) the first steps' losses agree to float32 rounding, but the
-differences can grow over thousands of steps, most after a sudden drop of the loss; in
-float64 they stay near :math:`10^{-6}` (measured for the induction model,
-:func:`~attention_lib.train_induction_model`). So a stored run is tied to the code by
-replaying its first steps.
+moves every parameter by AdamW at the step's learning rate, a warm-up then a cosine decay:
+the loop of :func:`attention_lib.model.train.train_loop`, whose notes say how far a seeded
+run repeats on another CPU.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._validation import check_flag, index_array, positive_int, real_number
-from ..training.optim import Adam, clip_by_global_norm
-from .config import GPTConfig, check_params
-from .model import _forward, cross_entropy, gpt_loss_and_grads, init_gpt
+from .._validation import float_dtype, index_array, positive_int, positive_scale
+from ..model.loss import cross_entropy
+from ..model.stack import stack_forward
+from ..model.train import GPTTrainingLog, check_schedule, learning_rate, train_scheduled
+from .config import GPTConfig, check_params, check_tokens
+from .model import init_gpt, loss_and_grads
 
 __all__ = ["GPTTrainingLog", "learning_rate", "lm_windows", "sequence_loss", "train_gpt",
            "train_gpt_on_batches"]
-
-
-def learning_rate(step: int, *, lr: float, warmup: int, steps: int,
-                  min_lr: float = 0.0) -> float:
-    """The learning rate of step ``step`` (1-based): linear warm-up, then cosine decay.
-
-    Examples
-    --------
-    >>> [round(learning_rate(t, lr=1.0, warmup=2, steps=4), 3) for t in (1, 2, 3, 4)]
-    [0.5, 1.0, 0.5, 0.0]
-    """
-    if step <= warmup:
-        return lr * step / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return min_lr + 0.5 * (lr - min_lr) * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
 def lm_windows(stream: np.ndarray, starts: np.ndarray, context: int) -> tuple[np.ndarray,
@@ -83,10 +56,12 @@ def sequence_loss(params: dict[str, np.ndarray], config: GPTConfig, stream: Any,
     1.61
     """
     check_params(params, config)
-    stream = np.asarray(stream, dtype=np.int64)
+    stream = index_array(stream, config.vocab_size, "stream", ndim=1)  # ids checked, not wrapped
+    batch_size = positive_int(batch_size, "batch_size")
     T = config.context
-    if stream.ndim != 1 or stream.size < 2:
-        raise ValueError(f"stream has shape {stream.shape}; expected at least 2 token ids")
+    if stream.size < 2:
+        raise ValueError(f"stream has {stream.size} token id; expected at least 2 (the first "
+                         "predicts the second)")
     total, count = 0.0, 0
     starts = np.arange(0, stream.size - 1, T)
     for first in range(0, starts.size, batch_size):
@@ -94,112 +69,15 @@ def sequence_loss(params: dict[str, np.ndarray], config: GPTConfig, stream: Any,
         full = chunk[chunk + T < stream.size]
         if full.size:
             x, y = lm_windows(stream, full, T)
-            loss, _ = cross_entropy(_forward(params, config, x, keep=False)[0], y)
+            loss, _ = cross_entropy(stack_forward(params, config, x).out, y)
             total += loss * y.size
             count += y.size
         for s in chunk[chunk + T >= stream.size]:  # the last, shorter window
             x, y = stream[None, s:-1], stream[None, s + 1:]
-            loss, _ = cross_entropy(_forward(params, config, x, keep=False)[0], y)
+            loss, _ = cross_entropy(stack_forward(params, config, x).out, y)
             total += loss * y.size
             count += y.size
     return total / count
-
-
-@dataclass
-class GPTTrainingLog:
-    """What :func:`train_gpt` records.
-
-    Attributes
-    ----------
-    settings : dict
-        Every argument of the run (seed, steps, batch size, learning rates, ...).
-    train_loss : list of float
-        The minibatch loss before each step.
-    eval_steps, val_loss : list
-        Steps after which the validation loss was measured, and the losses.
-    seconds : float
-        Wall-clock time (depends on the machine; not part of the result).
-    """
-
-    settings: dict[str, Any]
-    train_loss: list[float] = field(default_factory=list)
-    eval_steps: list[int] = field(default_factory=list)
-    val_loss: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (losses rounded to 6 decimals)."""
-        return {"settings": self.settings,
-                "train_loss": [round(x, 6) for x in self.train_loss],
-                "eval_steps": list(self.eval_steps),
-                "val_loss": [round(x, 6) for x in self.val_loss],
-                "seconds": round(self.seconds, 1)}
-
-
-def _check_schedule(steps: int, lr: float, min_lr: float, warmup: int, weight_decay: float,
-                    clip: float, betas: tuple[float, float], eval_every: int, seed: int,
-                    progress: bool) -> dict[str, Any]:
-    """The optimiser's settings checked, by name, in the order :func:`train_gpt` records them."""
-    steps = positive_int(steps, "steps")
-    warmup = positive_int(warmup, "warmup", minimum=0)
-    eval_every = positive_int(eval_every, "eval_every")
-    seed = positive_int(seed, "seed", minimum=0)
-    lr = real_number(lr, "lr", minimum=0.0, strict_minimum=True)
-    min_lr = real_number(min_lr, "min_lr", minimum=0.0, maximum=lr)
-    weight_decay = real_number(weight_decay, "weight_decay", minimum=0.0)
-    clip = real_number(clip, "clip", minimum=0.0, strict_minimum=True)
-    beta1, beta2 = (real_number(b, "betas", minimum=0.0, maximum=1.0) for b in betas)
-    progress = check_flag(progress, "progress")
-    return {"steps": steps, "lr": lr, "min_lr": min_lr, "warmup": warmup,
-            "weight_decay": weight_decay, "clip": clip, "betas": [beta1, beta2],
-            "eval_every": eval_every, "seed": seed, "progress": progress}
-
-
-def _train_loop(config: GPTConfig, params: dict[str, np.ndarray],
-                sample: Callable[[np.random.Generator], tuple[Any, Any]],
-                evaluate: Callable[[dict[str, np.ndarray]], float] | None,
-                log: GPTTrainingLog, *,
-                steps: int, lr: float, min_lr: float, warmup: int, weight_decay: float,
-                clip: float, betas: list[float], eval_every: int, seed: int,
-                progress: bool,
-                loss_and_grads: Callable[[dict[str, np.ndarray], Any, Any],
-                                         tuple[float, dict[str, np.ndarray]]] | None = None,
-                ) -> dict[str, np.ndarray]:
-    """The loop both trainers share: a batch, the loss and gradients, clipping, AdamW.
-
-    ``loss_and_grads(params, x, y)``, when given, replaces the GPT's loss (a model of
-    another shape on the same loop: the encoder of :mod:`attention_lib.training.coreference`,
-    the encoder-decoder of :mod:`attention_lib.training.translation`).
-    """
-    batch_rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
-    opt = Adam(params, lr=lr, betas=(betas[0], betas[1]), weight_decay=weight_decay,
-               decay=[k for k, a in params.items() if a.ndim >= 2])  # matrices, not biases
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc="training", unit="step")
-    start = time.perf_counter()
-    for step in range(1, steps + 1):
-        x, y = sample(batch_rng)
-        loss, grads = (gpt_loss_and_grads(params, config, x, y) if loss_and_grads is None
-                       else loss_and_grads(params, x, y))
-        log.train_loss.append(loss)
-        grads, _ = clip_by_global_norm(grads, clip)
-        opt.lr = learning_rate(step, lr=lr, warmup=warmup, steps=steps, min_lr=min_lr)
-        opt.step(grads)
-        if evaluate is not None and (step % eval_every == 0 or step == steps):
-            log.eval_steps.append(step)
-            log.val_loss.append(evaluate(params))
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss:.3f}",
-                            val=f"{log.val_loss[-1]:.3f}" if log.val_loss else "-")
-    if bar is not None:
-        bar.close()
-    log.seconds = time.perf_counter() - start
-    return params
 
 
 def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: int,
@@ -245,8 +123,9 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
     """
     batch_size = positive_int(batch_size, "batch_size")
     eval_windows = positive_int(eval_windows, "eval_windows")
-    run = _check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
-                          seed, progress)
+    run = check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
+                         seed, progress)
+    dtype = float_dtype(dtype)
     streams = []
     for name, tokens in (("train_tokens", train_tokens), ("val_tokens", val_tokens)):
         t = index_array(tokens, config.vocab_size, name, ndim=1)  # (N,), ids checked
@@ -255,12 +134,12 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
                              f"context + 1 = {config.context + 1}")
         streams.append(t)
     train_stream, val_stream = streams
-    settings = {"config": dict(vars(config)), "steps": run["steps"], "batch_size": batch_size,
+    settings = {"config": config.as_dict(), "steps": run["steps"], "batch_size": batch_size,
                 "lr": run["lr"], "min_lr": run["min_lr"], "warmup": run["warmup"],
                 "weight_decay": run["weight_decay"], "clip": run["clip"],
                 "betas": run["betas"], "eval_every": run["eval_every"],
                 "eval_windows": eval_windows, "seed": run["seed"],
-                "dtype": np.dtype(dtype).name}
+                "dtype": dtype.name}
     log = GPTTrainingLog(settings)
 
     params = init_gpt(config, seed=run["seed"], dtype=dtype)
@@ -272,9 +151,13 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
         return lm_windows(train_stream, starts, config.context)
 
     def evaluate(p: dict[str, np.ndarray]) -> float:
-        return cross_entropy(_forward(p, config, val_x, keep=False)[0], val_y)[0]
+        return cross_entropy(stack_forward(p, config, val_x).out, val_y)[0]
 
-    return _train_loop(config, params, sample, evaluate, log, **run), log
+    def step(p: dict[str, np.ndarray], batch: tuple[np.ndarray, np.ndarray]) -> tuple:
+        return loss_and_grads(p, config, *batch, dtype)
+
+    return train_scheduled(params, step, sample, log, run, evaluate), log
+
 
 
 def train_gpt_on_batches(
@@ -342,13 +225,22 @@ def train_gpt_on_batches(
     if evaluate is not None and not callable(evaluate):
         raise TypeError(f"evaluate is {type(evaluate).__name__}; expected a function "
                         "(params) -> float, or None")
-    run = _check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
-                          seed, progress)
-    init_std = real_number(init_std, "init_std", minimum=0.0, strict_minimum=True)
-    settings = {"config": dict(vars(config)), **{k: v for k, v in run.items()
-                                                  if k != "progress"},
-                "init_std": init_std, "dtype": np.dtype(dtype).name}
+    run = check_schedule(steps, lr, min_lr, warmup, weight_decay, clip, betas, eval_every,
+                         seed, progress)
+    init_std = positive_scale(init_std, "init_std")
+    dtype = float_dtype(dtype)
+    settings = {"config": config.as_dict(), **{k: v for k, v in run.items()
+                                                if k != "progress"},
+                "init_std": init_std, "dtype": dtype.name}
     log = GPTTrainingLog(settings)
     params = init_gpt(config, seed=run["seed"], dtype=dtype, std=init_std)
 
-    return _train_loop(config, params, sample_batch, evaluate, log, **run), log
+    def step(p: dict[str, np.ndarray], batch: tuple[Any, Any]) -> tuple:
+        tokens = check_tokens(batch[0], config)
+        targets = check_tokens(batch[1], config, "targets")
+        if targets.shape != tokens.shape:
+            raise ValueError(f"sample_batch gave targets of shape {targets.shape} for tokens "
+                             f"{tokens.shape}; expected one target per token")
+        return loss_and_grads(p, config, tokens, targets, dtype)
+
+    return train_scheduled(params, step, sample_batch, log, run, evaluate), log

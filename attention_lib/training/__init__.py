@@ -1,16 +1,14 @@
-r"""Tiny attention models trained in numpy, each a task on one training loop.
+r"""The book's trained models, each a task: its data and its configuration of the one model.
 
-The models are one attention head and a linear read-out (:mod:`.head`), trained by
-Adam (:mod:`.optim`) on the gradients of :func:`~attention_lib.attention_backward`
-and the chain rule through the projections, embeddings and read-out. Everything is
-float64 and seeded, so a run is reproducible.
+Every model is the transformer of :mod:`attention_lib.model` (an attention layer whose
+output projection is the read-out, for the soft dictionary and the shift task; a GPT, an
+encoder, an encoder-decoder for the others), trained by its one training loop (Adam,
+:func:`~attention_lib.training.Adam`). Everything is seeded, so a run is reproducible.
 
 Modules
 -------
 ``data``        the tasks' batches (:class:`RetrievalData`, :class:`ShiftData`,
                 :class:`InductionData`)
-``head``        the attention head's forward and backward pass, the cross-entropy
-``optim``       :class:`Adam` (AdamW with ``weight_decay``), :func:`clip_by_global_norm`
 ``loop``        :class:`Task`, :func:`train`, :class:`TrainingResult`
 ``retrieval``   the soft dictionary (content decides): :func:`retrieval_task`, ...
 ``shift``       copy the token ``shift`` places back (position decides): :func:`shift_task`, ...
@@ -19,8 +17,6 @@ Modules
 ``model_file``  the trained soft dictionary as JSON: export, load, check
 ``induction``   a two-layer attention-only GPT forms an induction head:
                 :func:`train_induction_model`, :func:`induction_scores`, ...
-``encoder_decoder``  an encoder and a decoder (with cross-attention) from the GPT's layers,
-                forward and backward
 ``coreference`` the tutorial's "it" sentence: a generated corpus and a trained encoder,
                 :func:`coreference_examples`, :func:`train_coreference_model`
 ``translation`` a toy translation and a trained encoder-decoder:
@@ -60,15 +56,14 @@ Dimension letters used in the shape comments:
 from __future__ import annotations
 
 # Re-exported names (the modules' own __all__ lists say which; __all__ below is their union).
+from ..model.train import Adam, clip_by_global_norm  # noqa: F401
 from . import (
     coreference,
     data,
-    head,
     induction,
     loop,
     model_file,
     multihead_retrieval,
-    optim,
     retrieval,
     shift,
     translation,
@@ -111,7 +106,6 @@ from .multihead_retrieval import (  # noqa: F401
     multihead_retrieval_task,
     train_multihead_retrieval,
 )
-from .optim import Adam, clip_by_global_norm  # noqa: F401
 from .retrieval import (  # noqa: F401
     RETRIEVAL_PARAMS,
     retrieval_forward,
@@ -131,6 +125,7 @@ from .translation import (  # noqa: F401
     translation_loss_and_grads,
 )
 
-__all__ = sorted(coreference.__all__ + data.__all__ + head.__all__ + induction.__all__
-                 + loop.__all__ + model_file.__all__ + multihead_retrieval.__all__
-                 + optim.__all__ + retrieval.__all__ + shift.__all__ + translation.__all__)
+__all__ = sorted(["Adam", "clip_by_global_norm"] + coreference.__all__ + data.__all__
+                 + induction.__all__ + loop.__all__ + model_file.__all__
+                 + multihead_retrieval.__all__ + retrieval.__all__ + shift.__all__
+                 + translation.__all__)

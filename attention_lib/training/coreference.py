@@ -22,16 +22,17 @@ adjective still occurs in training, in other pairs). The pair (*animal*, *street
 held out, so the tutorial's two sentences, with *tired* and with *wide*, are test
 sentences.
 
-The model (:func:`train_coreference_model`) is a two-layer encoder
-(:mod:`.encoder_decoder`): no causal mask, so "it" sees "tired". Its output is read at
-"it": the final layer norm there, times the (tied) embeddings of the sentence's two nouns,
-gives two logits; the loss is the cross-entropy of the referent. To score a noun the model
-must bring something of that noun into the vector at "it", and attention is the only way
-across positions.
+The model (:func:`train_coreference_model`) is a two-layer encoder, the book's transformer
+with ``causal=False`` (:mod:`attention_lib.model`): no causal mask, so "it" sees "tired".
+Its output is read at "it": the final layer norm there, times the (tied) embeddings of the
+sentence's two nouns, gives two logits; the loss is the cross-entropy of the referent. To
+score a noun the model must bring something of that noun into the vector at "it", and
+attention is the only way across positions.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import permutations, product
@@ -39,19 +40,15 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import one_blas_thread
-from .._validation import check_flag, index, positive_int
+from .._validation import index, non_empty, one_of, positive_int, positive_scale
 from ..attention import scaled_scores
-from ..gpt import train as gpt_train  # the module: gpt.train itself imports training.optim
-from ..gpt.config import GPTConfig, check_head_mask
-from ..gpt.model import cross_entropy
-from .encoder_decoder import (
-    encoder_backward,
-    encoder_forward,
-    init_stacks,
-    padding_mask,
-    stack_shapes,
-)
+from ..masks import padding_mask
+from ..model.config import GPTConfig, check_head_mask
+from ..model.hooks import capture_hooks, head_scale_hooks, merge_hooks
+from ..model.loss import cross_entropy
+from ..model.params import init_stacks
+from ..model.stack import StackRun, stack_backward, stack_forward
+from .loop import train_small_model
 
 __all__ = ["CoreferenceModel", "coreference_config", "coreference_examples",
            "coreference_loss_and_grads", "init_coreference_model", "train_coreference_model"]
@@ -77,7 +74,7 @@ PAD = "<pad>"
 # The model of the book.
 D_MODEL, N_LAYERS, N_HEADS, D_FF = 32, 2, 2, 64
 INIT_STD = 0.1
-STEPS, BATCH_SIZE, LR, MIN_LR, WARMUP, WEIGHT_DECAY = 1500, 64, 3e-3, 3e-4, 100, 0.01
+STEPS = 1500
 
 
 def _held_out_pairs(pairs: list[tuple[str, str]], rng: np.random.Generator,
@@ -99,6 +96,7 @@ def _held_out_pairs(pairs: list[tuple[str, str]], rng: np.random.Generator,
     return held
 
 
+@functools.cache  # the corpus is drawn once
 def _corpus() -> dict[str, list[tuple[str, str]]]:
     rng = np.random.default_rng(CORPUS_SEED)
     splits: dict[str, list[tuple[str, str]]] = {"train": [], "test": []}
@@ -116,9 +114,6 @@ def _corpus() -> dict[str, list[tuple[str, str]]]:
                 splits["test" if (first, second) in held else "train"].append(
                     (sentence, referent))
     return splits
-
-
-_CORPUS: dict[str, list[tuple[str, str]]] | None = None
 
 
 def coreference_examples(split: str = "train") -> list[tuple[str, str]]:
@@ -144,12 +139,8 @@ def coreference_examples(split: str = "train") -> list[tuple[str, str]]:
     >>> ("The animal didn't cross the street because it was too wide", "street") in test
     True
     """
-    global _CORPUS
-    if split not in ("train", "test"):
-        raise ValueError(f"split={split!r}; expected 'train' or 'test'")
-    if _CORPUS is None:
-        _CORPUS = _corpus()
-    return list(_CORPUS[split])
+    split = one_of(split, "split", ("train", "test"))
+    return list(_corpus()[split])
 
 
 def _vocabulary() -> tuple[str, ...]:
@@ -213,33 +204,20 @@ def _words(sentence: Any, ids: dict[str, int], context: int) -> list[str]:
 
 
 def _forward(params: dict[str, np.ndarray], config: GPTConfig, batch: CoreferenceBatch, *,
-             keep: bool = False, head_mask: np.ndarray | None = None,
-             force: tuple[int, int, np.ndarray] | None = None,
-             ) -> tuple[np.ndarray, list[np.ndarray], Any]:
-    """Logits (B, 2) over the two nouns, every layer's weights, and what the backward needs."""
+             keep: bool = False, hooks: Any = None,
+             ) -> tuple[np.ndarray, StackRun, np.ndarray, np.ndarray]:
+    """The two nouns' logits at "it" (B, 2), the encoder's run, its tokens and the nouns' ids.
+
+    The encoder reads the sentences (padding hidden from every query); its tied read-out at
+    "it", restricted to the sentence's two nouns, gives the two logits.
+    """
     T = int(batch.lengths.max())
     tokens = batch.tokens[:, :T]
-    rows = np.arange(len(batch.it))
-    weights_fn = None
-    if force is not None:
-        f_layer, f_head, f_pos = force
-
-        def weights_fn(layer: int, w: np.ndarray) -> np.ndarray:
-            if layer != f_layer:
-                return w
-            w = w.copy()
-            w[rows, f_head, batch.it, :] = 0.0  # the row of "it" in that head ...
-            w[rows, f_head, batch.it, f_pos] = 1.0  # ... all on the forced word
-            return w
-
-    final, weights, saved = encoder_forward(params, config, tokens,
-                                            padding_mask(batch.lengths, T), keep=keep,
-                                            head_mask=head_mask, weights_fn=weights_fn)
-    h_it = final[rows, batch.it]  # (B, d): the representation at "it"
-    cand_ids = tokens[rows[:, None], batch.candidates]  # (B, 2) the nouns' word ids
-    e = params["wte"][cand_ids]  # (B, 2, d): their (tied) embeddings
-    logits = np.einsum("bd,bcd->bc", h_it, e)  # (B, 2)
-    return logits, weights, (saved, tokens, h_it, cand_ids, e)
+    rows = np.arange(len(batch.it))[:, None]  # (B, 1)
+    key_mask = padding_mask(batch.lengths, T)[:, None, None, :]  # (B, 1, 1, T)
+    run = stack_forward(params, config, tokens, key_mask=key_mask, hooks=hooks, keep=keep)
+    cand_ids = tokens[rows, batch.candidates]  # (B, 2) the nouns' word ids
+    return run.out[rows, batch.it[:, None], cand_ids], run, tokens, cand_ids
 
 
 def coreference_loss_and_grads(params: dict[str, np.ndarray], config: GPTConfig,
@@ -266,18 +244,22 @@ def coreference_loss_and_grads(params: dict[str, np.ndarray], config: GPTConfig,
     two nouns, the logits are :math:`\ell_c = h \cdot e_c`. The gradient runs back from
     :math:`d\ell = \operatorname{softmax}(\ell) - \text{onehot}(y)` (over the batch's mean)
     to :math:`dh = \sum_c d\ell_c\, e_c` at the position of "it" (zero elsewhere), then
-    through the encoder (``encoder_decoder.encoder_backward``); the two nouns'
-    embedding rows also get :math:`d\ell_c\, h` from the output side.
+    through the encoder; the two nouns' embedding rows also get :math:`d\ell_c\, h` from
+    the output side. It is the cross-entropy of the tied read-out at "it" with the softmax
+    restricted to the two nouns (:mod:`attention_lib.model.loss`), so the encoder's own
+    backward pass computes all of it.
     """
-    logits, _, (saved, tokens, h_it, cand_ids, e) = _forward(params, config, batch, keep=True)
-    loss, d_logits = cross_entropy(logits, batch.target)  # (B, 2), already / B
+    _, run, tokens, cand_ids = _forward(params, config, batch, keep=True)
     rows = np.arange(len(batch.it))
+    targets = np.zeros(tokens.shape, dtype=np.int64)  # (B, T): only "it" has a target
+    targets[rows, batch.it] = cand_ids[rows, batch.target]
+    valid = np.zeros(tokens.shape, dtype=bool)
+    valid[rows, batch.it] = True
+    allowed = np.zeros((len(rows), 1, config.vocab_size), dtype=bool)  # (B, 1, V)
+    allowed[rows[:, None], 0, cand_ids] = True  # the softmax runs over the two nouns
+    loss, d_logits = cross_entropy(run.out, targets, valid, allowed)  # (B, T, V)
     grads = {name: np.zeros_like(a) for name, a in params.items()}
-    d_final = np.zeros(tokens.shape + (config.d_model,))  # (B, T, d)
-    d_final[rows, batch.it] = np.einsum("bc,bcd->bd", d_logits, e)
-    np.add.at(grads["wte"], cand_ids.reshape(-1),
-              (d_logits[:, :, None] * h_it[:, None, :]).reshape(-1, config.d_model))
-    encoder_backward(d_final, saved, params, config, tokens, grads)
+    stack_backward(d_logits, run.saved, params, config, tokens, grads)
     return loss, grads
 
 
@@ -343,7 +325,8 @@ class CoreferenceModel:
             raise ValueError(f"sentence={sentence!r} has nouns {nouns}; expected two")
         return nouns[0], nouns[1]
 
-    def _force(self, batch: CoreferenceBatch, force: Any) -> tuple[int, int, np.ndarray] | None:
+    def _force(self, batch: CoreferenceBatch, force: Any) -> dict[str, Any] | None:
+        """A hook that puts all of a head's weight from "it" on a given word, or None."""
         if force is None:
             return None
         if not (isinstance(force, tuple) and len(force) == 3):
@@ -362,15 +345,24 @@ class CoreferenceModel:
                 raise ValueError(f"force's word {w!r} occurs {row.count(w)} times in sentence "
                                  f"{b}; expected a word that occurs once")
             pos.append(row.index(w))
-        return layer, head, np.array(pos)
+        rows = np.arange(len(batch.it))
+
+        def forced(w: np.ndarray) -> np.ndarray:
+            w = w.copy()
+            w[rows, head, batch.it, :] = 0.0  # the row of "it" in that head ...
+            w[rows, head, batch.it, pos] = 1.0  # ... all on the forced word
+            return w
+
+        return {f"blocks.{layer}.attn.weights": forced}
 
     def _run(self, sentences: Sequence[str], head_mask: Any, force: Any
              ) -> tuple[np.ndarray, list[np.ndarray], CoreferenceBatch]:
-        batch = self.encode(_sentences(sentences))
+        batch = self.encode(non_empty(_sentences(sentences), "sentences", "sentence"))
         mask = check_head_mask(head_mask, self.config, np.dtype(np.float64))
-        logits, weights, _ = _forward(self.params, self.config, batch, head_mask=mask,
-                                      force=self._force(batch, force))
-        return logits, weights, batch
+        hooks = merge_hooks(None if mask is None else head_scale_hooks(mask),
+                            self._force(batch, force))
+        logits, run, _, _ = _forward(self.params, self.config, batch, hooks=hooks)
+        return logits, run.weights, batch
 
     def probabilities(self, sentences: Sequence[str], *, head_mask: Any = None,
                       force: Any = None) -> np.ndarray:
@@ -413,7 +405,7 @@ class CoreferenceModel:
     def accuracy(self, examples: Sequence[tuple[str, str]], *, head_mask: Any = None,
                  force: Any = None) -> float:
         """The share of ``(sentence, referent)`` pairs the model answers right."""
-        examples = list(examples)
+        examples = non_empty(examples, "examples", "(sentence, referent) pair")
         said = self.predict_many([s for s, _ in examples], head_mask=head_mask, force=force)
         return float(np.mean([p == r for p, (_, r) in zip(said, examples, strict=True)]))
 
@@ -446,18 +438,22 @@ class CoreferenceModel:
         ``i`` of layer ``l``, with the query of "it": :meth:`it_weights` is their softmax.
         """
         batch = self.encode([sentence])
-        _, _, (saved, *_) = _forward(self.params, self.config, batch, keep=True)
+        seen: dict[str, np.ndarray] = {}
+        sites = [f"blocks.{layer}.attn.{m}" for layer in range(self.config.n_layers)
+                 for m in "qk"]
+        _forward(self.params, self.config, batch, hooks=capture_hooks(seen, sites))
         it = int(batch.it[0])
         rows = []
-        for layer in saved[:-1]:
-            q, k = layer["attn"][1], layer["attn"][2]  # (1, h, T, d_head) each
+        for layer in range(self.config.n_layers):
+            q, k = seen[f"blocks.{layer}.attn.q"], seen[f"blocks.{layer}.attn.k"]  # (1, h, T, e)
             rows.append(scaled_scores(q[0, :, it:it + 1], k[0])[:, 0])  # (h, T)
         return np.stack(rows)
 
 
 def coreference_config() -> GPTConfig:
     """The book's encoder: the corpus's vocabulary, 12 positions (the longest sentence),
-    ``d_model`` 32, 2 layers of 2 heads, a feed-forward width of 64, learned positions.
+    ``d_model`` 32, 2 layers of 2 heads, a feed-forward width of 64, learned positions, no
+    causal mask (every word sees every other).
 
     Examples
     --------
@@ -466,7 +462,7 @@ def coreference_config() -> GPTConfig:
     (54, 12, 2, 2)
     """
     return GPTConfig(vocab_size=len(_vocabulary()), context=12, d_model=D_MODEL,
-                     n_layers=N_LAYERS, n_heads=N_HEADS, d_ff=D_FF)
+                     n_layers=N_LAYERS, n_heads=N_HEADS, d_ff=D_FF, causal=False)
 
 
 def init_coreference_model(config: GPTConfig | None = None, seed: int = 0, *,
@@ -477,7 +473,7 @@ def init_coreference_model(config: GPTConfig | None = None, seed: int = 0, *,
     ----------
     config : GPTConfig, optional
         The encoder's sizes; by default :func:`coreference_config`. Its vocabulary size and
-        context must be the corpus's (54 words, 12 positions).
+        context must be the corpus's (54 words, 12 positions), with ``causal=False``.
     seed : int, default 0
     std : float, default 0.1
         Standard deviation of the weight matrices and embeddings (see
@@ -500,14 +496,15 @@ def init_coreference_model(config: GPTConfig | None = None, seed: int = 0, *,
                          f"positions={config.positions!r}, tie_embeddings="
                          f"{config.tie_embeddings}; expected {default.vocab_size}, "
                          f"{default.context}, 'learned' and True (the corpus's words)")
-    if config.attention_only:
-        raise ValueError("config has attention_only=True; the encoder's blocks have "
-                         "feed-forward networks")
+    if config.attention_only or config.causal or config.cross_attention:
+        raise ValueError(f"config has attention_only={config.attention_only}, causal="
+                         f"{config.causal}, cross_attention={config.cross_attention}; expected "
+                         "an encoder: blocks with feed-forward networks, causal=False (\"it\" "
+                         "sees the words after it), no cross-attention")
     seed = positive_int(seed, "seed", minimum=0)
+    std = positive_scale(std, "std")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0]))
-    params = init_stacks(stack_shapes(config, "", cross=False), {"": config.n_layers}, rng,
-                         std)
-    return CoreferenceModel(params, config, _vocabulary())
+    return CoreferenceModel(init_stacks([(config, "")], rng, std=std), config, _vocabulary())
 
 
 def train_coreference_model(seed: int = 0, *, steps: int = STEPS,
@@ -534,8 +531,8 @@ def train_coreference_model(seed: int = 0, *, steps: int = STEPS,
     :func:`init_coreference_model`. Each step draws 64 training sentences and follows the
     gradient of :func:`coreference_loss_and_grads` with AdamW (learning rate
     :math:`3\cdot10^{-3}` after 100 warm-up steps, cosine decay to :math:`3\cdot10^{-4}`,
-    weight decay 0.01, clipping at norm 1), in float64, on the loop of
-    :func:`~attention_lib.gpt.train.train_gpt_on_batches`, with one BLAS thread. The
+    weight decay 0.01, clipping at norm 1), in float64, on the one training loop
+    (:func:`attention_lib.model.train.train_scheduled`), with one BLAS thread. The
     training loss falls below 0.01 within about 300 steps.
 
     Examples
@@ -544,30 +541,11 @@ def train_coreference_model(seed: int = 0, *, steps: int = STEPS,
     >>> len(model.log["train_loss"]), model.predict(TUTORIAL[0]) in ("animal", "street")
     (2, True)
     """
-    seed = positive_int(seed, "seed", minimum=0)
-    steps = positive_int(steps, "steps")
-    progress = check_flag(progress, "progress")
-    model = init_coreference_model(seed=seed)
+    model = init_coreference_model(seed=positive_int(seed, "seed", minimum=0))
     config = model.config
     train = model.encode(coreference_examples("train"))
-    run = gpt_train._check_schedule(steps, LR, MIN_LR, WARMUP, WEIGHT_DECAY, 1.0, (0.9, 0.99),
-                                    steps, seed, progress)
-    settings = {"config": dict(vars(config)), **{k: v for k, v in run.items()
-                                                  if k != "progress"},
-                "batch_size": BATCH_SIZE, "init_std": INIT_STD, "dtype": "float64"}
-    log = gpt_train.GPTTrainingLog(settings)
-
-    def sample(rng: np.random.Generator) -> tuple[CoreferenceBatch, None]:
-        return train.subset(rng.integers(0, len(train.it), size=BATCH_SIZE)), None
-
-    def loss_and_grads(p: dict[str, np.ndarray], batch: CoreferenceBatch, _: None
-                       ) -> tuple[float, dict[str, np.ndarray]]:
-        return coreference_loss_and_grads(p, config, batch)
-
-    with one_blas_thread():  # products this small only lose time to more BLAS threads
-        params = gpt_train._train_loop(config, model.params, sample, None, log,
-                                       loss_and_grads=loss_and_grads, **run)
-    params = {k: a.astype(np.float32).astype(np.float64) for k, a in params.items()}
-    return CoreferenceModel(params, config, model.vocabulary,
-                            {"train_loss": np.array(log.train_loss), "settings": settings,
-                             "seconds": log.seconds})
+    params, log = train_small_model(
+        model.params, lambda p, batch: coreference_loss_and_grads(p, config, batch), train,
+        len(train.it), seed=seed, steps=steps, progress=progress,
+        settings={"config": config.as_dict(), "init_std": INIT_STD})
+    return CoreferenceModel(params, config, model.vocabulary, log)

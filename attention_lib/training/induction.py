@@ -35,10 +35,12 @@ from typing import Any
 import numpy as np
 
 from .._threads import one_blas_thread
-from .._validation import check_flag, positive_int
-from ..gpt import train as gpt_train  # the module: gpt.train itself imports training.optim
-from ..gpt.config import GPTConfig, check_head_mask, check_params
-from ..gpt.model import _forward
+from .._validation import check_flag, index_array, positive_int
+from ..gpt.train import train_gpt_on_batches
+from ..model.config import GPTConfig, check_head_mask, check_params
+from ..model.hooks import head_scale_hooks
+from ..model.loss import log_softmax
+from ..model.stack import stack_forward
 from .data import InductionData, make_induction_data
 
 __all__ = ["InductionLog", "InductionScores", "head_ablation_losses", "induction_config",
@@ -133,10 +135,10 @@ def _held_out(config: GPTConfig, data: Any, n_sequences: int, seed: int, min_per
     if not isinstance(data, InductionData):
         raise TypeError(f"data is {type(data).__name__}; expected InductionData "
                         "(from make_induction_data) or None")
-    if data.tokens.shape[1] - 1 > config.context or data.tokens.max() >= config.vocab_size:
-        raise ValueError(f"data has sequences of {data.tokens.shape[1]} tokens with ids up to "
-                         f"{data.tokens.max()}; expected at most context + 1 = "
-                         f"{config.context + 1} tokens with ids below {config.vocab_size}")
+    if data.tokens.shape[1] - 1 > config.context:
+        raise ValueError(f"data has sequences of {data.tokens.shape[1]} tokens; expected at "
+                         f"most context + 1 = {config.context + 1}")
+    index_array(data.tokens, config.vocab_size, "data.tokens", ndim=2)  # never wrapped
     return data
 
 
@@ -202,12 +204,12 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
     mask = check_head_mask(head_mask, config, dtype)
     data = _held_out(config, data, n_sequences, seed, min_period, max_period)
     x, y = data.tokens[:, :-1], data.tokens[:, 1:]  # (B, T) each
-    logits, weights, _ = _forward(params, config, x, keep=False, head_mask=mask)
-    shifted = logits - logits.max(axis=-1, keepdims=True)  # (B, T, V)
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    hooks = None if mask is None else head_scale_hooks(mask)
+    run = stack_forward(params, config, x, hooks=hooks)
+    log_p = log_softmax(run.out)  # (B, T, V)
     nll = -np.take_along_axis(log_p, y[..., None], axis=-1)[..., 0].astype(np.float64)  # (B, T)
     first, second = _copy_positions(data, x.shape[1])
-    w = np.stack(weights)  # (L, B, h, T, T)
+    w = np.stack(run.weights)  # (L, B, h, T, T)
     t = np.arange(1, x.shape[1])
     previous = w[:, :, :, t, t - 1].mean(axis=(1, 3), dtype=np.float64)  # (L, h)
     b, t2 = np.nonzero(second)  # every (sequence, position) of the second copy
@@ -372,7 +374,7 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
         return measured[-1].second_half_loss
 
     with one_blas_thread():  # products this small only lose time to more BLAS threads
-        params, gpt_log = gpt_train.train_gpt_on_batches(
+        params, gpt_log = train_gpt_on_batches(
             config, sample, steps=steps, evaluate=evaluate, lr=LR, min_lr=MIN_LR,
             warmup=WARMUP, eval_every=EVAL_EVERY, seed=seed, init_std=INIT_STD, dtype=dtype,
             progress=progress)

@@ -1,22 +1,23 @@
-"""One training loop for every task: seeded data, initial weights, Adam on minibatches, held-out
-evaluation.
+"""A task's run: seeded data, initial weights, Adam on minibatches, held-out evaluation.
 
-A task is a :class:`Task`; :func:`train` runs it and returns a :class:`TrainingResult`.
+A task is a :class:`Task`; :func:`train` draws its data and weights, runs the one training
+loop (:func:`attention_lib.model.train.train_loop`, constant learning rate, no clipping) and
+returns a :class:`TrainingResult`.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .._validation import positive_int, real_number
+from .._threads import one_blas_thread
+from .._validation import check_flag, positive_int, real_number
+from ..model.params import draw_params, fan_in_std
+from ..model.train import GPTTrainingLog, check_schedule, train_loop, train_scheduled
 from .data import unseen
-from .optim import Adam
 
 __all__ = ["Task", "TrainingResult", "init_params", "train"]
 
@@ -117,14 +118,7 @@ def init_params(shapes: dict[str, tuple[int, ...]], rng: np.random.Generator) ->
     >>> p["w_q"].shape, p["b_out"].tolist()
     ((4, 2), [0.0, 0.0, 0.0])
     """
-    params = {}
-    for name, shape in shapes.items():
-        if name.startswith("b_"):
-            params[name] = np.zeros(shape)
-        else:
-            fan = shape[1] if name.endswith("embed") else shape[0]
-            params[name] = rng.normal(0.0, 1.0 / math.sqrt(fan), size=shape)
-    return params
+    return draw_params(shapes, rng, fan_in_std)
 
 
 def _sized_shapes(shapes: dict[str, tuple[str, ...]], **sizes: int
@@ -198,16 +192,44 @@ def train(
     params = task.init_params(np.random.default_rng(init_seq))
     initial = {k: v.copy() for k, v in params.items()}
 
-    start = time.perf_counter()
-    opt = Adam(params, lr=lr)
-    batch_rng = np.random.default_rng(batch_seq)
-    losses = np.empty(steps)
-    for step in range(steps):
-        batch = train_data.subset(batch_rng.integers(0, len(train_data), size=batch_size))
-        losses[step], grads = task.loss_and_grads(params, batch)
-        opt.step(grads)
-    seconds = time.perf_counter() - start
+    def sample(rng: np.random.Generator) -> Any:
+        return train_data.subset(rng.integers(0, len(train_data), size=batch_size))
 
+    log = train_loop(params, task.loss_and_grads, sample, np.random.default_rng(batch_seq),
+                     steps=steps, lr=lr)
     accuracy, target_weight = task.evaluate(params, test)
-    return TrainingResult(task.name, params, initial, losses, float(accuracy),
-                          float(target_weight), test, config, seconds)
+    return TrainingResult(task.name, params, initial, np.array(log.train_loss),
+                          float(accuracy), float(target_weight), test, config, log.seconds)
+
+
+def train_small_model(params: Params, loss_and_grads: Callable[[Params, Any], tuple[float, Params]],
+                      data: Any, size: int, *, seed: Any, steps: Any, progress: Any,
+                      settings: dict[str, Any]) -> tuple[Params, dict[str, Any]]:
+    r"""Train a small float64 model of chapters 20 and 21 on its fixed examples.
+
+    Each step draws 64 of the ``size`` examples of ``data`` (``data.subset(index)``) and
+    follows ``loss_and_grads(params, batch)`` with AdamW (learning rate :math:`3 \cdot
+    10^{-3}` after 100 warm-up steps, cosine decay to :math:`3 \cdot 10^{-4}`, weight decay
+    0.01, clipping at norm 1), with one BLAS thread (products this small only lose time to
+    more). Returns the weights rounded to float32 numbers (kept as float64 arrays), so that
+    a page can receive them exactly in four bytes each, and the log: ``"train_loss"``,
+    ``"settings"`` (``settings`` and the optimiser's), ``"seconds"``.
+    """
+    steps = positive_int(steps, "steps")
+    run = check_schedule(steps, 3e-3, 3e-4, 100, 0.01, 1.0, (0.9, 0.99), steps,
+                         positive_int(seed, "seed", minimum=0), check_flag(progress, "progress"))
+    settings = {**settings, **{k: v for k, v in run.items() if k != "progress"},
+                "batch_size": SMALL_BATCH, "dtype": "float64"}
+    log = GPTTrainingLog(settings)
+
+    def sample(rng: np.random.Generator) -> Any:
+        return data.subset(rng.integers(0, size, size=SMALL_BATCH))
+
+    with one_blas_thread():
+        params = train_scheduled(params, loss_and_grads, sample, log, run)
+    params = {k: a.astype(np.float32).astype(np.float64) for k, a in params.items()}
+    return params, {"train_loss": np.array(log.train_loss), "settings": settings,
+                    "seconds": log.seconds}
+
+
+SMALL_BATCH = 64  # examples per step of train_small_model

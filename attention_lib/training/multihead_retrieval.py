@@ -53,12 +53,11 @@ from .._validation import (
     positive_ints,
     weight_arrays,
 )
-from ..gradients import attention_backward
-from ..linear_attention import linear_attention
 from ..masks import sliding_window_mask
-from ..multihead import grouped_query_attention
+from ..model.layers import embedding_backward
+from ..model.loss import cross_entropy
+from ..model.readout import readout_backward, readout_forward
 from .data import RetrievalData, _retrieval_sizes, make_retrieval_data
-from .head import cross_entropy, scatter_rows
 from .loop import Task, TrainingResult, _sized_shapes, init_params, train
 
 __all__ = ["multihead_retrieval_forward", "multihead_retrieval_loss_and_grads",
@@ -97,144 +96,26 @@ def _window_mask(n: int, window: int | None) -> np.ndarray | None:
     return sliding_window_mask(1, n + 1, window + 1)[:, :n]  # (1, n + 1) -> (1, n)
 
 
-def _phi(x: np.ndarray) -> np.ndarray:
-    """elu(x) + 1: x + 1 for x > 0, exp(x) otherwise (the feature map of linear_attention)."""
-    return np.where(x > 0, x + 1.0, np.exp(np.minimum(x, 0.0)))
-
-
-def _phi_prime(x: np.ndarray) -> np.ndarray:
-    """The derivative of elu(x) + 1: 1 for x > 0, exp(x) otherwise."""
-    return np.where(x > 0, 1.0, np.exp(np.minimum(x, 0.0)))
-
-
-def _linear_weights(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """phi(q) . phi(k_j) / sum_l phi(q) . phi(k_l): what linear attention weighs each value by."""
-    a = _phi(q) @ np.swapaxes(_phi(k), -1, -2)  # (..., t, e) @ (..., e, n) -> (..., t, n)
-    return a / a.sum(axis=-1, keepdims=True)
-
-
-def _linear_backward(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_z: np.ndarray
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Gradients of non-causal linear attention, in its kernelised form (no n x n array).
-
-    ``q`` (B, h_kv, g, t, e), ``k`` and ``v`` (B, h_kv, 1, n, e): the keys and values are
-    shared by the g query heads of a group, so their gradients are summed over that axis.
-    """
-    fq, fk = _phi(q), _phi(k)
-    s = np.swapaxes(fk, -1, -2) @ v  # (..., 1, e, e_v): sum_j phi(k_j) v_j^T
-    u = fk.sum(axis=-2)  # (..., 1, e): sum_j phi(k_j)
-    num = fq @ s  # (..., g, t, e_v)
-    den = np.einsum("...te,...e->...t", fq, u)  # (..., g, t)
-    z = num / den[..., None]  # (..., g, t, e_v)
-    d_num = d_z / den[..., None]  # (..., g, t, e_v)
-    d_den = -np.einsum("...te,...te->...t", d_z, z) / den  # (..., g, t)
-    d_fq = d_num @ np.swapaxes(s, -1, -2) + d_den[..., None] * u[..., None, :]  # (..., g, t, e)
-    d_s = (np.swapaxes(fq, -1, -2) @ d_num).sum(axis=2, keepdims=True)  # (..., 1, e, e_v)
-    d_u = np.einsum("...t,...te->...e", d_den, fq).sum(axis=2, keepdims=True)  # (..., 1, e)
-    d_fk = v @ np.swapaxes(d_s, -1, -2) + d_u[..., None, :]  # (..., 1, n, e)
-    d_v = fk @ d_s  # (..., 1, n, e_v)
-    return d_fq * _phi_prime(q), d_fk * _phi_prime(k), d_v
-
-
 def _digits(codes: np.ndarray, n_symbols: int, n_values: int) -> np.ndarray:
     """The symbols of each stored code, least significant first: (...) -> (..., f)."""
     return (codes[..., None] // n_values ** np.arange(n_symbols)) % n_values
 
 
-def _heads(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``x`` (B, n, d) through every head's columns of ``w`` (d, heads, e): (B, heads, n, e)."""
-    batch, n, _ = x.shape
-    heads, e = w.shape[1:]
-    y = x @ w.reshape(w.shape[0], heads * e)  # (B, n, d) @ (d, heads*e) -> (B, n, heads*e)
-    return y.reshape(batch, n, heads, e).transpose(0, 2, 1, 3)  # (B, heads, n, e)
-
-
-def _weight_grad(x: np.ndarray, d_y: np.ndarray) -> np.ndarray:
-    """Gradient of ``w`` (d, heads, e) from inputs ``x`` (B, n, d) and ``d_y`` (B, heads, n, e)."""
-    batch, heads, n, e = d_y.shape
-    d_flat = d_y.transpose(0, 2, 1, 3).reshape(batch * n, heads * e)  # (B*n, heads*e)
-    return (x.reshape(batch * n, -1).T @ d_flat).reshape(-1, heads, e)  # (d, heads, e)
-
-
-def _input_grad(d_y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Gradient of the input x (B, n, d) from ``d_y`` (B, heads, n, e) through ``w``."""
-    batch, heads, n, e = d_y.shape
-    d_flat = d_y.transpose(0, 2, 1, 3).reshape(batch, n, heads * e)  # (B, n, heads*e)
-    return d_flat @ w.reshape(w.shape[0], heads * e).T  # (B, n, d)
-
-
 def _forward(p: dict[str, np.ndarray], keys: np.ndarray, values: np.ndarray,
              query: np.ndarray, attention: str, window: int | None
-             ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+             ) -> tuple[np.ndarray, np.ndarray, tuple]:
     """Logits (B, f, c), each head's weights (B, h, n) and what the backward pass needs."""
-    h, h_kv = p["w_q"].shape[1], p["w_k"].shape[1]
-    g = h // h_kv
     n_symbols, n_values = p["value_embed"].shape[:2]
     symbols = _digits(values, n_symbols, n_values)  # (B, n, f)
     rows = np.arange(n_symbols) * n_values + symbols  # (B, n, f): rows of the (f*c, d) table
     x_value = p["value_embed"].reshape(n_symbols * n_values, -1)[rows].sum(axis=-2)  # (B, n, d)
     x_kv = p["key_embed"][keys] + x_value  # (B, n, d)
     x_q = p["query_embed"][query][:, None, :]  # (B, 1, d)
-    batch, n = keys.shape
-    q = _heads(x_q, p["w_q"])  # (B, h, 1, e)
-    k = _heads(x_kv, p["w_k"])  # (B, h_kv, n, e)
-    v = _heads(x_kv, p["w_v"])  # (B, h_kv, n, e)
-    mask = _window_mask(n, window)
-    if attention == "softmax":
-        z, weights = grouped_query_attention(q, k, v, mask=mask)  # (B, h, 1, e), (B, h, 1, n)
-    else:  # a group's queries on an axis of their own, its keys and values broadcast over it
-        q_grouped = q.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
-        k_grouped, v_grouped = k[:, :, None], v[:, :, None]  # (B, h_kv, 1, n, e)
-        z = linear_attention(q_grouped, k_grouped, v_grouped, causal=False).reshape(
-            batch, h, 1, -1)  # (B, h_kv, g, 1, e) -> (B, h, 1, e)
-        weights = _linear_weights(q_grouped, k_grouped).reshape(batch, h, 1, n)
-    z_flat = z.reshape(batch, -1)  # (B, h, 1, e) -> (B, h*e): the heads concatenated
-    logits = (z_flat @ p["w_out"].reshape(z_flat.shape[1], -1)).reshape(
-        batch, n_symbols, n_values) + p["b_out"]  # (B, h*e) @ (h*e, f*c) -> (B, f, c)
-    cache = {"x_q": x_q, "x_kv": x_kv, "q": q, "k": k, "v": v, "z_flat": z_flat,
-             "mask": mask, "rows": rows}
-    return logits, weights[:, :, 0, :], cache
-
-
-def _backward(p: dict[str, np.ndarray], cache: dict[str, Any], d_logits: np.ndarray,
-              attention: str) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-    """Gradients of the weights, and of the inputs x_q (B, 1, d) and x_kv (B, n, d)."""
-    h, h_kv = p["w_q"].shape[1], p["w_k"].shape[1]
-    g = h // h_kv
-    q, k, v, z_flat = cache["q"], cache["k"], cache["v"], cache["z_flat"]
-    batch = q.shape[0]
-    d_flat = d_logits.reshape(batch, -1)  # (B, f*c)
-    w_out = p["w_out"].reshape(z_flat.shape[1], -1)  # (h*e, f*c)
-    grads = {"w_out": (z_flat.T @ d_flat).reshape(p["w_out"].shape),  # (h, e, f, c)
-             "b_out": d_logits.sum(axis=0)}  # (f, c)
-    d_z = d_flat @ w_out.T  # (B, h*e)
-    # Each group's query heads on an axis of their own; its key and value broadcast over it,
-    # so the backward pass sums their gradients over the group (the chain rule of the sharing).
-    q_grouped = q.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
-    k_grouped, v_grouped = k[:, :, None], v[:, :, None]  # (B, h_kv, 1, n, e)
-    d_z_grouped = d_z.reshape(batch, h_kv, g, 1, -1)  # (B, h_kv, g, 1, e)
-    if attention == "softmax":
-        d_q, d_k, d_v = attention_backward(q_grouped, k_grouped, v_grouped, d_z_grouped,
-                                           mask=cache["mask"])
-    else:
-        d_q, d_k, d_v = _linear_backward(q_grouped, k_grouped, v_grouped, d_z_grouped)
-    d_q = d_q.reshape(batch, h, 1, -1)  # (B, h_kv, g, 1, e) -> (B, h, 1, e)
-    d_k, d_v = d_k[:, :, 0], d_v[:, :, 0]  # (B, h_kv, 1, n, e) -> (B, h_kv, n, e)
-    grads["w_q"] = _weight_grad(cache["x_q"], d_q)  # (d, h, e)
-    grads["w_k"] = _weight_grad(cache["x_kv"], d_k)  # (d, h_kv, e)
-    grads["w_v"] = _weight_grad(cache["x_kv"], d_v)  # (d, h_kv, e)
-    d_x_q = _input_grad(d_q, p["w_q"])  # (B, 1, d)
-    d_x_kv = _input_grad(d_k, p["w_k"]) + _input_grad(d_v, p["w_v"])  # (B, n, d)
-    return grads, d_x_q, d_x_kv
-
-
-def _table_grad(shape: tuple[int, int, int], rows: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-    """Gradient of the symbols' tables (f, c, d): each pair's ``d_x`` (B, n, d) goes to the f
-    rows its symbols used, ``rows`` (B, n, f) of the tables stacked as one (f*c, d) table."""
-    f, c, d = shape
-    used = np.zeros((f * c, rows.shape[0] * rows.shape[1]))  # (f*c, B*n): 1 where a row is used
-    used[rows.reshape(-1, f).T, np.arange(used.shape[1])] = 1.0  # one row per symbol and pair
-    return (used @ d_x.reshape(-1, d)).reshape(f, c, d)  # (f*c, B*n) @ (B*n, d)
+    logits, weights, saved = readout_forward(
+        p, x_q, x_kv, n_heads=p["w_q"].shape[1], n_kv_heads=p["w_k"].shape[1],
+        mask=_window_mask(keys.shape[1], window), kind=attention)  # (B, 1, f c), (B, h, 1, n)
+    logits = logits.reshape(len(keys), n_symbols, n_values)  # (B, f, c)
+    return logits, weights[:, :, 0, :], (saved, rows)
 
 
 def _codes(values: ArrayLike, dims: dict[str, int], name: str = "values") -> np.ndarray:
@@ -370,20 +251,29 @@ def multihead_retrieval_loss_and_grads(
     if not isinstance(data, RetrievalData):
         raise TypeError(f"data is a {type(data).__name__}; expected RetrievalData")
     _codes(data.values, dims, "data.values")
+    index_array(data.keys, dims["n_keys"], "data.keys", ndim=2)
+    index_array(data.query, dims["n_keys"], "data.query", ndim=1)
+    _codes(data.answer[:, None], dims, "data.answer")
     return _loss_and_grads(p, data, attention, window)
 
 
 def _loss_and_grads(p: dict[str, np.ndarray], data: RetrievalData, attention: str,
                     window: int | None) -> tuple[float, dict[str, np.ndarray]]:
     """:func:`multihead_retrieval_loss_and_grads` on checked inputs (the training loop's own)."""
-    logits, _, cache = _forward(p, data.keys, data.values, data.query, attention, window)
-    f, c = p["value_embed"].shape[:2]
+    logits, _, (saved, rows) = _forward(p, data.keys, data.values, data.query, attention,
+                                        window)
+    f, c, d = p["value_embed"].shape
     labels = _digits(data.answer, f, c)  # (B, f)
-    loss, d_logits = cross_entropy(logits, labels, np.ones(labels.shape, dtype=bool))
-    grads, d_x_q, d_x_kv = _backward(p, cache, d_logits, attention)
-    grads["key_embed"] = scatter_rows(p["key_embed"].shape, data.keys, d_x_kv)
-    grads["value_embed"] = _table_grad(p["value_embed"].shape, cache["rows"], d_x_kv)
-    grads["query_embed"] = scatter_rows(p["query_embed"].shape, data.query, d_x_q)
+    loss, d_logits = cross_entropy(logits, labels)
+    grads, d_x_q, d_x_kv = readout_backward(p, d_logits.reshape(len(labels), 1, f * c), saved)
+    grads["key_embed"] = embedding_backward(np.zeros_like(p["key_embed"]),
+                                            p["key_embed"].shape, data.keys, d_x_kv)
+    # a pair's gradient goes to the row of each of its symbols
+    per_symbol = np.broadcast_to(d_x_kv[:, :, None, :], (*rows.shape, d))  # (B, n, f, d)
+    grads["value_embed"] = embedding_backward(np.zeros_like(p["value_embed"]), (f * c, d),
+                                              rows, per_symbol)
+    grads["query_embed"] = embedding_backward(np.zeros_like(p["query_embed"]),
+                                              p["query_embed"].shape, data.query, d_x_q)
     return loss, grads
 
 

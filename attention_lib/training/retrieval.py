@@ -22,8 +22,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import check_flag, index_array, positive_ints, weight_arrays
+from ..model.layers import embedding_backward
+from ..model.loss import cross_entropy
+from ..model.readout import readout_backward, readout_forward
 from .data import RetrievalData, _retrieval_sizes, make_retrieval_data
-from .head import cross_entropy, head_backward, head_forward, scatter_rows
 from .loop import Task, TrainingResult, _sized_shapes, init_params, train
 
 __all__ = ["retrieval_forward", "retrieval_loss_and_grads", "retrieval_task", "train_retrieval"]
@@ -93,8 +95,8 @@ def retrieval_forward(
         raise ValueError(f"keys {keys.shape}, values {values.shape}, query {query.shape}; "
                          "expected keys and values of shape (B, n_pairs) and query (B,)")
     x_q, x_kv = _inputs(p, keys, values, query)
-    logits, weights, _ = head_forward(p, x_q, x_kv, causal=False)
-    return logits[:, 0], weights[:, 0]  # (B, 1, c) -> (B, c), (B, 1, n) -> (B, n)
+    logits, weights, _ = readout_forward(p, x_q, x_kv)  # (B, 1, c), (B, 1, 1, n)
+    return logits[:, 0], weights[:, 0, 0]  # (B, c), (B, n)
 
 
 def retrieval_loss_and_grads(
@@ -131,18 +133,28 @@ def retrieval_loss_and_grads(
     >>> round(loss, 1), grads["w_q"].shape
     (2.1, (16, 16))
     """
-    p, _ = _params(params)
+    p, dims = _params(params)
     if not isinstance(data, RetrievalData):
         raise TypeError(f"data is a {type(data).__name__}; expected RetrievalData")
+    _check_data(data, dims)
     x_q, x_kv = _inputs(p, data.keys, data.values, data.query)  # (B, 1, d), (B, n, d)
-    logits, _, cache = head_forward(p, x_q, x_kv, causal=False)  # (B, 1, c)
-    labels = data.answer[:, None]  # (B, 1)
-    loss, d_logits = cross_entropy(logits, labels, np.ones(labels.shape, dtype=bool))
-    grads, d_x_q, d_x_kv = head_backward(p, cache, d_logits, causal=False)
-    grads["key_embed"] = scatter_rows(p["key_embed"].shape, data.keys, d_x_kv)
-    grads["value_embed"] = scatter_rows(p["value_embed"].shape, data.values, d_x_kv)
-    grads["query_embed"] = scatter_rows(p["query_embed"].shape, data.query, d_x_q)
+    logits, _, saved = readout_forward(p, x_q, x_kv)  # (B, 1, c)
+    loss, d_logits = cross_entropy(logits, data.answer[:, None])  # labels (B, 1)
+    grads, d_x_q, d_x_kv = readout_backward(p, d_logits, saved)
+    for name, ids, d_rows in (("key_embed", data.keys, d_x_kv),
+                              ("value_embed", data.values, d_x_kv),
+                              ("query_embed", data.query, d_x_q)):
+        grads[name] = embedding_backward(np.zeros_like(p[name]), p[name].shape, ids, d_rows)
     return loss, grads
+
+
+def _check_data(data: RetrievalData, dims: dict[str, int], n_values: int | None = None) -> None:
+    """The ids of ``data`` checked against the model's tables (never wrapped around)."""
+    n_values = dims["n_values"] if n_values is None else n_values
+    index_array(data.keys, dims["n_keys"], "data.keys", ndim=2)
+    index_array(data.query, dims["n_keys"], "data.query", ndim=1)
+    index_array(data.values, n_values, "data.values", ndim=2)
+    index_array(data.answer, n_values, "data.answer", ndim=1)
 
 
 def retrieval_task(

@@ -12,9 +12,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._validation import index_array, positive_ints, real_number, weight_arrays
+from ..model.layers import embedding_backward
+from ..model.loss import cross_entropy
+from ..model.readout import readout_backward, readout_forward
 from ..positions import sinusoidal_positions
 from .data import ShiftData, _shift_sizes, make_shift_data
-from .head import cross_entropy, head_backward, head_forward, scatter_rows
 from .loop import Task, TrainingResult, _sized_shapes, init_params, train
 
 __all__ = ["shift_forward", "shift_loss_and_grads", "shift_task", "train_shift"]
@@ -74,8 +76,8 @@ def shift_forward(
     tokens = index_array(tokens, dims["n_tokens"], "tokens", ndim=2)
     base = real_number(base, "base", minimum=0.0, strict_minimum=True)
     x = _inputs(p, tokens, base)  # (B, n, d)
-    logits, weights, _ = head_forward(p, x, x, causal=True)
-    return logits, weights
+    logits, weights, _ = readout_forward(p, x, None, causal=True)  # (B, n, c), (B, 1, n, n)
+    return logits, weights[:, 0]
 
 
 def shift_loss_and_grads(
@@ -110,21 +112,22 @@ def shift_loss_and_grads(
     >>> grads["token_embed"].shape
     (8, 16)
     """
-    p, _ = weight_arrays(params, SHIFT_SHAPES, "params", extra="ignore")
+    p, dims = weight_arrays(params, SHIFT_SHAPES, "params", extra="ignore")
     if not isinstance(data, ShiftData):
         raise TypeError(f"data is a {type(data).__name__}; expected ShiftData")
     base = real_number(base, "base", minimum=0.0, strict_minimum=True)
-    tokens = data.tokens
+    tokens = index_array(data.tokens, dims["n_tokens"], "data.tokens", ndim=2)
     n = tokens.shape[1]
     x = _inputs(p, tokens, base)  # (B, n, d)
-    logits, _, cache = head_forward(p, x, x, causal=True)  # (B, n, c)
+    logits, _, saved = readout_forward(p, x, None, causal=True)  # (B, n, c)
     labels = np.zeros_like(tokens)
     labels[:, data.shift:] = tokens[:, : n - data.shift]  # (B, n)
     valid = np.zeros(tokens.shape, dtype=bool)
     valid[:, data.shift:] = True
     loss, d_logits = cross_entropy(logits, labels, valid)
-    grads, d_x_q, d_x_kv = head_backward(p, cache, d_logits, causal=True)
-    grads["token_embed"] = scatter_rows(p["token_embed"].shape, tokens, d_x_q + d_x_kv)
+    grads, d_x, _ = readout_backward(p, d_logits, saved)  # x gave the queries, keys, values
+    grads["token_embed"] = embedding_backward(np.zeros_like(p["token_embed"]),
+                                              p["token_embed"].shape, tokens, d_x)
     return loss, grads
 
 

@@ -15,13 +15,15 @@ sentence the model never saw.
 
 The model (:func:`train_translation_model`) is chapter 13's wiring, trained: a
 two-layer encoder without a causal mask, and a two-layer decoder whose blocks mask their
-self-attention causally and attend across to the encoder's output
-(:mod:`.encoder_decoder`). It is trained on the next-word loss of the target with the
+self-attention causally and attend across to the encoder's output, both the book's
+transformer (:mod:`attention_lib.model`; the decoder's configuration has
+``cross_attention=True``). It is trained on the next-word loss of the target with the
 right translation as input (teacher forcing), and translates by greedy decoding.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import product
@@ -29,19 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import one_blas_thread
-from .._validation import check_flag, positive_int
-from ..gpt import train as gpt_train  # the module: gpt.train itself imports training.optim
-from ..gpt.config import GPTConfig, check_head_mask
-from .encoder_decoder import (
-    decoder_backward,
-    decoder_forward,
-    encoder_backward,
-    encoder_forward,
-    init_stacks,
-    padding_mask,
-    stack_shapes,
-)
+from .._validation import non_empty, one_of, positive_int, positive_scale
+from ..masks import padding_mask
+from ..model.config import GPTConfig, check_head_mask
+from ..model.hooks import head_scale_hooks
+from ..model.loss import cross_entropy
+from ..model.params import init_stacks
+from ..model.stack import stack_backward, stack_forward
+from .loop import train_small_model
 
 __all__ = ["TranslationModel", "init_translation_model", "train_translation_model",
            "translate_by_rule", "translation_configs", "translation_examples",
@@ -66,7 +63,7 @@ PAD, BOS, EOS = "<pad>", "<s>", "</s>"
 D_MODEL, N_LAYERS, N_HEADS, D_FF = 32, 2, 2, 64
 SOURCE_CONTEXT, TARGET_CONTEXT = 7, 8  # source words; target words + the start mark
 INIT_STD = 0.1
-STEPS, BATCH_SIZE, LR, MIN_LR, WARMUP, WEIGHT_DECAY = 800, 64, 3e-3, 3e-4, 100, 0.01
+STEPS = 800
 
 
 def _phrase(det: str, adjective: str | None, noun: str) -> list[str]:
@@ -115,6 +112,7 @@ def _sentence(rng: np.random.Generator) -> tuple[str, list[tuple[str, str]]]:
     return " ".join(words), pairs
 
 
+@functools.cache  # the corpus is drawn once
 def _corpus() -> dict[str, list[tuple[str, str, list[int]]]]:
     rng = np.random.default_rng(CORPUS_SEED)
     held = _held_out_pairs(rng)
@@ -129,9 +127,6 @@ def _corpus() -> dict[str, list[tuple[str, str, list[int]]]]:
         target, alignment = translate_by_rule(source)
         splits[split].append((source, target, alignment))
     return splits
-
-
-_CORPUS: dict[str, list[tuple[str, str, list[int]]]] | None = None
 
 
 def translation_examples(split: str = "train") -> list[tuple[str, str, list[int]]]:
@@ -158,12 +153,8 @@ def translation_examples(split: str = "train") -> list[tuple[str, str, list[int]
     >>> translate_by_rule("the big dog sees a cat")
     ('lo kanu gran un miro vidas', [0, 2, 1, 4, 5, 3])
     """
-    global _CORPUS
-    if split not in ("train", "test"):
-        raise ValueError(f"split={split!r}; expected 'train' or 'test'")
-    if _CORPUS is None:
-        _CORPUS = _corpus()
-    return [(s, t, list(a)) for s, t, a in _CORPUS[split]]
+    split = one_of(split, "split", ("train", "test"))
+    return [(s, t, list(a)) for s, t, a in _corpus()[split]]
 
 
 def translation_held_out_pairs() -> list[tuple[str, str]]:
@@ -202,6 +193,14 @@ def _ids(words: Sequence[str], vocabulary: dict[str, int], name: str, text: str,
     return [vocabulary[w] for w in words]
 
 
+def _sources(sources: Any) -> list[str]:
+    """A list of source sentences (a lone str is refused: it is not a list)."""
+    if isinstance(sources, str):
+        raise TypeError(f"sources={sources!r}; expected a list of str (translate takes one "
+                        "sentence)")
+    return list(sources)
+
+
 def _encode(sources: Sequence[str], targets: Sequence[str] | None) -> TranslationBatch:
     src_vocab, tgt_vocab = ({w: i for i, w in enumerate(v)} for v in vocabularies())
     n = len(sources)
@@ -228,17 +227,18 @@ def _encode(sources: Sequence[str], targets: Sequence[str] | None) -> Translatio
 
 
 def _forward(params: dict[str, np.ndarray], configs: tuple[GPTConfig, GPTConfig],
-             batch: TranslationBatch, *, keep: bool = False,
-             cross_head_mask: np.ndarray | None = None) -> tuple[np.ndarray, list, Any]:
+             batch: TranslationBatch, *, keep: bool = False, hooks: Any = None,
+             ) -> tuple[np.ndarray, list, Any]:
     """Logits (B, T, V) and the cross-attention weights of every decoder layer."""
     enc, dec = configs
     S, T = int(batch.source_lengths.max()), int(batch.target_lengths.max())
     src, t_in = batch.source[:, :S], batch.target_in[:, :T]
-    mask = padding_mask(batch.source_lengths, S)  # (B, 1, 1, S)
-    memory, _, enc_saved = encoder_forward(params, enc, src, mask, prefix="enc.", keep=keep)
-    logits, _, cross, dec_saved = decoder_forward(params, dec, t_in, memory, mask,
-                                                  keep=keep, cross_head_mask=cross_head_mask)
-    return logits, cross, (enc_saved, dec_saved, src, t_in)
+    mask = padding_mask(batch.source_lengths, S)[:, None, None, :]  # (B, 1, 1, S)
+    encoded = stack_forward(params, enc, src, prefix="enc.", key_mask=mask, keep=keep,
+                            readout=False)  # the memory, (B, S, d)
+    decoded = stack_forward(params, dec, t_in, prefix="dec.", memory=encoded.out,
+                            memory_mask=mask, keep=keep, hooks=hooks)
+    return decoded.out, decoded.cross_weights, (encoded, decoded, src, t_in)
 
 
 def translation_loss_and_grads(params: dict[str, np.ndarray],
@@ -268,21 +268,15 @@ def translation_loss_and_grads(params: dict[str, np.ndarray],
     starts from it.
     """
     enc, dec = configs
-    logits, _, (enc_saved, dec_saved, src, t_in) = _forward(params, configs, batch, keep=True)
+    logits, _, (encoded, decoded, src, t_in) = _forward(params, configs, batch, keep=True)
     T = t_in.shape[1]
-    y = batch.target_out[:, :T]
-    valid = np.arange(T) < batch.target_lengths[:, None]  # (B, T)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (B, T, V)
-    n = int(valid.sum())
-    loss = float(-np.take_along_axis(log_p, y[..., None], axis=-1)[..., 0][valid].sum() / n)
-    d_logits = np.exp(log_p)
-    np.put_along_axis(d_logits, y[..., None],
-                      np.take_along_axis(d_logits, y[..., None], axis=-1) - 1.0, axis=-1)
-    d_logits *= valid[..., None] / n  # padding contributes nothing
+    valid = np.arange(T) < batch.target_lengths[:, None]  # (B, T): padding does not count
+    loss, d_logits = cross_entropy(logits, batch.target_out[:, :T], valid)
     grads = {name: np.zeros_like(a) for name, a in params.items()}
-    d_memory = decoder_backward(d_logits, dec_saved, params, dec, t_in, grads)
-    encoder_backward(d_memory, enc_saved, params, enc, src, grads, prefix="enc.")
+    d_memory = stack_backward(d_logits, decoded.saved, params, dec, t_in, grads,
+                              prefix="dec.")
+    stack_backward(d_memory, encoded.saved, params, enc, src, grads, prefix="enc.",
+                   readout=False)
     return loss, grads
 
 
@@ -317,15 +311,18 @@ class TranslationModel:
         examples = list(examples)
         return _encode([e[0] for e in examples], [e[1] for e in examples])
 
-    def _mask(self, cross_head_mask: Any) -> np.ndarray | None:
-        return check_head_mask(cross_head_mask, self.configs[1], np.dtype(np.float64))
+    def _hooks(self, cross_head_mask: Any) -> dict[str, Any] | None:
+        """Hooks that scale each cross-attention head's output by ``cross_head_mask``."""
+        mask = check_head_mask(cross_head_mask, self.configs[1], np.dtype(np.float64),
+                               "cross_head_mask")
+        return None if mask is None else head_scale_hooks(mask, sublayer="cross")
 
     def translate_many(self, sources: Sequence[str], *,
                        cross_head_mask: Any = None) -> list[str]:
         """Greedy decoding of each source sentence: from the start mark, the most probable
         next word (or the end mark), again and again, until the end mark or seven words."""
-        batch = _encode(list(sources), None)
-        mask = self._mask(cross_head_mask)
+        batch = _encode(non_empty(_sources(sources), "sources", "sentence"), None)
+        hooks = self._hooks(cross_head_mask)
         tgt_vocab = vocabularies()[1]
         eos = tgt_vocab.index(EOS)
         t_in = batch.target_in.copy()  # the start mark, then what has been decoded
@@ -334,7 +331,7 @@ class TranslationModel:
         for step in range(TARGET_CONTEXT - 1):
             partial = TranslationBatch(batch.source, batch.source_lengths, t_in, t_in,
                                        np.full(len(t_in), step + 1))
-            logits, _, _ = _forward(self.params, self.configs, partial, cross_head_mask=mask)
+            logits, _, _ = _forward(self.params, self.configs, partial, hooks=hooks)
             step_logits = logits[:, step].copy()  # (B, V)
             step_logits[:, :eos] = -np.inf  # the padding and the start mark are never targets
             word = step_logits.argmax(axis=-1)  # (B,): the next word of each
@@ -400,16 +397,16 @@ class TranslationModel:
     def exact_match(self, examples: Sequence[tuple[str, str, Any]], *,
                     cross_head_mask: Any = None) -> float:
         """The share of ``(source, target, ...)`` examples translated word for word."""
-        examples = list(examples)
+        examples = non_empty(examples, "examples", "(source, target) example")
         said = self.translate_many([e[0] for e in examples], cross_head_mask=cross_head_mask)
         return float(np.mean([s == e[1] for s, e in zip(said, examples, strict=True)]))
 
     def cross_attention_many(self, examples: Sequence[tuple[str, str, Any]], *,
                              cross_head_mask: Any = None) -> list[np.ndarray]:
         """:meth:`cross_attention` of each ``(source, target, ...)`` example, together."""
-        batch = self.encode(examples)
+        batch = self.encode(non_empty(examples, "examples", "(source, target) example"))
         _, cross, _ = _forward(self.params, self.configs, batch,
-                               cross_head_mask=self._mask(cross_head_mask))
+                               hooks=self._hooks(cross_head_mask))
         w = np.stack(cross, axis=1)  # (B, L, h, T, S)
         return [w[b, :, :, :batch.target_lengths[b] - 1, :batch.source_lengths[b]]
                 for b in range(len(w))]
@@ -441,8 +438,8 @@ def translation_configs() -> tuple[GPTConfig, GPTConfig]:
 
     Both: ``d_model`` 32, 2 layers of 2 heads, a feed-forward width of 64, learned
     positions, tied embeddings; the encoder reads up to 7 source words (23 words with the
-    padding), the decoder 8 positions (the start mark and 7 words; 25 words with the
-    padding and the two marks).
+    padding) without a causal mask, the decoder 8 positions (the start mark and 7 words; 25
+    words with the padding and the two marks) with cross-attention to the encoder.
 
     Examples
     --------
@@ -451,8 +448,10 @@ def translation_configs() -> tuple[GPTConfig, GPTConfig]:
     (23, 7, 25, 8)
     """
     src, tgt = vocabularies()
-    return (GPTConfig(len(src), SOURCE_CONTEXT, D_MODEL, N_LAYERS, N_HEADS, d_ff=D_FF),
-            GPTConfig(len(tgt), TARGET_CONTEXT, D_MODEL, N_LAYERS, N_HEADS, d_ff=D_FF))
+    return (GPTConfig(len(src), SOURCE_CONTEXT, D_MODEL, N_LAYERS, N_HEADS, d_ff=D_FF,
+                      causal=False),
+            GPTConfig(len(tgt), TARGET_CONTEXT, D_MODEL, N_LAYERS, N_HEADS, d_ff=D_FF,
+                      cross_attention=True))
 
 
 def init_translation_model(configs: tuple[GPTConfig, GPTConfig] | None = None,
@@ -463,7 +462,8 @@ def init_translation_model(configs: tuple[GPTConfig, GPTConfig] | None = None,
     ----------
     configs : (GPTConfig, GPTConfig), optional
         The encoder's and the decoder's sizes; by default :func:`translation_configs`.
-        Vocabularies and contexts must be those of the corpus; ``d_model`` must agree.
+        Vocabularies and contexts must be those of the corpus; ``d_model`` must agree; the
+        encoder has ``causal=False``, the decoder ``cross_attention=True``.
     seed : int, default 0
     std : float, default 0.1
         Standard deviation of the weight matrices and embeddings (as in
@@ -486,16 +486,19 @@ def init_translation_model(configs: tuple[GPTConfig, GPTConfig] | None = None,
             raise ValueError(f"the {name}'s config has vocab_size={c.vocab_size}, context="
                              f"{c.context}; expected {d.vocab_size} and {d.context}, learned "
                              "positions, tied embeddings and feed-forward networks")
+        if (c.causal, c.cross_attention) != (d.causal, d.cross_attention):
+            raise ValueError(f"the {name}'s config has causal={c.causal}, cross_attention="
+                             f"{c.cross_attention}; expected {d.causal} and "
+                             f"{d.cross_attention} (an encoder sees the whole source; the "
+                             "decoder sees the target so far and attends to the encoder)")
     if configs[0].d_model != configs[1].d_model:
         raise ValueError(f"the encoder's d_model={configs[0].d_model} and the decoder's "
                          f"{configs[1].d_model} differ; expected one width (cross-attention "
                          "reads the encoder's output)")
     seed = positive_int(seed, "seed", minimum=0)
+    std = positive_scale(std, "std")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0]))
-    shapes = {**stack_shapes(configs[0], "enc.", cross=False),
-              **stack_shapes(configs[1], "dec.", cross=True)}
-    params = init_stacks(shapes, {"enc.": configs[0].n_layers, "dec.": configs[1].n_layers},
-                         rng, std)
+    params = init_stacks([(configs[0], "enc."), (configs[1], "dec.")], rng, std=std)
     return TranslationModel(params, configs)
 
 
@@ -523,8 +526,8 @@ def train_translation_model(seed: int = 0, *, steps: int = STEPS,
     :func:`init_translation_model`. Each step draws 64 training pairs and follows the
     gradient of :func:`translation_loss_and_grads` with AdamW (learning rate
     :math:`3\cdot10^{-3}` after 100 warm-up steps, cosine decay to :math:`3\cdot10^{-4}`,
-    weight decay 0.01, clipping at norm 1), in float64, on the loop of
-    :func:`~attention_lib.gpt.train.train_gpt_on_batches`, with one BLAS thread.
+    weight decay 0.01, clipping at norm 1), in float64, on the one training loop
+    (:func:`attention_lib.model.train.train_scheduled`), with one BLAS thread.
 
     Examples
     --------
@@ -532,30 +535,11 @@ def train_translation_model(seed: int = 0, *, steps: int = STEPS,
     >>> len(model.log["train_loss"])
     2
     """
-    seed = positive_int(seed, "seed", minimum=0)
-    steps = positive_int(steps, "steps")
-    progress = check_flag(progress, "progress")
-    model = init_translation_model(seed=seed)
+    model = init_translation_model(seed=positive_int(seed, "seed", minimum=0))
     configs = model.configs
     train = translation_examples("train")
-    data = model.encode(train)
-    run = gpt_train._check_schedule(steps, LR, MIN_LR, WARMUP, WEIGHT_DECAY, 1.0, (0.9, 0.99),
-                                    steps, seed, progress)
-    settings = {"configs": [dict(vars(c)) for c in configs],
-                **{k: v for k, v in run.items() if k != "progress"},
-                "batch_size": BATCH_SIZE, "init_std": INIT_STD, "dtype": "float64"}
-    log = gpt_train.GPTTrainingLog(settings)
-
-    def sample(rng: np.random.Generator) -> tuple[TranslationBatch, None]:
-        return data.subset(rng.integers(0, len(train), size=BATCH_SIZE)), None
-
-    def loss_and_grads(p: dict[str, np.ndarray], batch: TranslationBatch, _: None
-                       ) -> tuple[float, dict[str, np.ndarray]]:
-        return translation_loss_and_grads(p, configs, batch)
-
-    with one_blas_thread():  # products this small only lose time to more BLAS threads
-        params = gpt_train._train_loop(configs[1], model.params, sample, None, log,
-                                       loss_and_grads=loss_and_grads, **run)
-    params = {k: a.astype(np.float32).astype(np.float64) for k, a in params.items()}
-    return TranslationModel(params, configs, {"train_loss": np.array(log.train_loss),
-                                              "settings": settings, "seconds": log.seconds})
+    params, log = train_small_model(
+        model.params, lambda p, batch: translation_loss_and_grads(p, configs, batch),
+        model.encode(train), len(train), seed=seed, steps=steps, progress=progress,
+        settings={"configs": [c.as_dict() for c in configs], "init_std": INIT_STD})
+    return TranslationModel(params, configs, log)
