@@ -183,7 +183,7 @@ def coreference_explorer(
     _check(model, words)
     title = check_title(title)
     layout, encoded = float32_blob(model.params, list(model.params))
-    ident = uid("coreference", model.config.__dict__, encoded[:64], len(encoded), words, title)
+    ident = uid("coreference", model.config.as_dict(), encoded[:64], len(encoded), words, title)
     result, p = _result(model, words)
     selects = "".join(_select(ident, slot, value) for slot, value in words.items())
     body = f"""<div class="lc-controls">{selects}</div>

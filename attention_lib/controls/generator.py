@@ -212,7 +212,7 @@ def text_generator(
         offset += int(np.prod(shape))
     blob = np.concatenate([params[name].astype("<f2").ravel() for name in shapes])
     encoded = base64.b64encode(blob.tobytes()).decode("ascii")
-    ident = uid("generator", cfg.__dict__, model.tokenizer.alphabet, prompt, temperature,
+    ident = uid("generator", cfg.as_dict(), model.tokenizer.alphabet, prompt, temperature,
                 seed, n_new, title, encoded[:64], len(encoded))
     size_mb = fmt(blob.nbytes / 1e6, 1)
     data = {"config": {"vocab_size": cfg.vocab_size, "context": cfg.context,

@@ -289,7 +289,7 @@ def induction_playground(
         offset += int(np.prod(shape))
     blob = np.concatenate([np.asarray(params[name], dtype="<f8").ravel() for name in shapes])
     encoded = base64.b64encode(blob.tobytes()).decode("ascii")
-    ident = uid("induction", config.__dict__, sequence, pos, keep.tolist(), title,
+    ident = uid("induction", config.as_dict(), sequence, pos, keep.tolist(), title,
                 encoded[:64], len(encoded))
     n = config.vocab_size
     rules = (f"One character per token: {_span(n)} ({n} tokens; spaces are skipped, so "
