@@ -1,10 +1,10 @@
 """Tile plumbing shared by the tiled forward pass and its backward pass.
 
-The checks both start with, which keys a tile of query rows meets (under the
-causal rule and a sliding window), the masks of the tiles a mask crosses, and
-the overflow checks of the scores. :mod:`attention_lib.tiled` holds the forward
-pass, :mod:`attention_lib.tiled_backward` the backward pass; the thread plumbing
-is in :mod:`attention_lib._threads`.
+The checks both start with, how many threads they run on, which keys a tile of
+query rows meets (under the causal rule and a sliding window), the masks of the
+tiles a mask crosses, and the overflow checks of the scores.
+:mod:`attention_lib.tiled` holds the forward pass, :mod:`attention_lib.tiled_backward`
+the backward pass; the thread pool itself is in :mod:`attention_lib._threads`.
 
 Dimension letters are those of :mod:`attention_lib.tiled`; ``w`` is the window.
 """
@@ -18,16 +18,15 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    check_attention_inputs,
-    check_flag,
-    compute_dtype,
-    first_true,
-    positive_int,
-)
+from ._threads import available_cpus, numpy_blas
+from ._validation import attention_operands, check_flag, check_window, first_true, positive_int
 
-__all__ = ["band_hidden", "block_sizes", "future", "key_spans", "past", "raise_overflow",
-           "scores_may_overflow", "tiled_inputs"]
+__all__ = ["band_hidden", "block_sizes", "entry_views", "future", "key_spans", "past",
+           "pool_size", "raise_overflow", "scores_may_overflow", "tiled_inputs",
+           "visible_scores"]
+
+# Below this many (query, key) scores a thread pool costs more than it saves.
+_MIN_PARALLEL_SCORES = 1 << 20
 
 
 def block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
@@ -42,20 +41,52 @@ def block_sizes(block_size: int | tuple[int, int]) -> tuple[int, int]:
 
 
 def tiled_inputs(
-    q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool, block_size: int | tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], bool, tuple[int, int], np.dtype]:
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool, block_size: int | tuple[int, int],
+    window: int | None, workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], bool, int | None, int | None,
+           tuple[int, int], np.dtype]:
     """The checks the tiled passes start with.
 
     Returns q, k, v cast to the dtype they are computed in (float16 in float32),
-    their broadcast leading shape, ``causal`` as a bool, ``(b_q, b_k)`` and the
-    dtype of the result.
+    their broadcast leading shape, ``causal`` as a bool, the ``window`` and the
+    ``workers`` (each None or a positive int), ``(b_q, b_k)`` and the dtype of the
+    result. Under ``causal`` the queries must not outnumber the keys.
     """
-    q, k, v, batch = check_attention_inputs(q, k, v)
     causal = check_flag(causal, "causal")
+    q, k, v, batch, out_dtype = attention_operands(q, k, v, causal=causal)
     blocks = block_sizes(block_size)
-    out_dtype = q.dtype
-    work = compute_dtype(out_dtype)  # float16 is accumulated in float32
-    return (*(a.astype(work, copy=False) for a in (q, k, v)), batch, causal, blocks, out_dtype)
+    window = check_window(window, causal)
+    if workers is not None:
+        workers = positive_int(workers, "workers", what="or None")
+    return q, k, v, batch, causal, window, workers, blocks, out_dtype
+
+
+def entry_views(batch: tuple[int, ...], *arrays: np.ndarray) -> list[np.ndarray]:
+    """Each array broadcast to the leading shape ``batch``: views, no copies, so that
+    ``a[index]`` is the ``(n, d)`` matrix of one (batch, head) entry."""
+    return [np.broadcast_to(a, (*batch, *a.shape[-2:])) for a in arrays]
+
+
+def pool_size(workers: int | None, n_scores: int, n_tasks: int) -> int:
+    """Threads for a tiled pass of ``n_tasks`` tasks that computes ``n_scores`` scores.
+
+    ``workers`` when given, else one per available CPU when the pass is large enough
+    for a pool to pay (``_MIN_PARALLEL_SCORES``) and numpy's BLAS is one that
+    ``threadpoolctl`` can set to one thread, else 1; never more than the tasks.
+    """
+    if workers is None:
+        parallel = bool(numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
+        workers = available_cpus() if parallel else 1
+    return min(workers, n_tasks)
+
+
+def visible_scores(n_entries: int, n_q: int, n_k: int, causal: bool,
+                   window: int | None) -> int:
+    """About how many scores ``n_entries`` (batch, head) entries compute: all of them,
+    half under the causal rule, at most ``window`` per query under a window."""
+    if window is not None:
+        return n_entries * n_q * min(n_k, window)
+    return n_entries * n_q * n_k // (2 if causal else 1)
 
 
 def key_spans(rows: int, n_q: int, n_k: int, i0: int, causal: bool, block_k: int,

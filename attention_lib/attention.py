@@ -18,13 +18,12 @@ from numpy.typing import ArrayLike
 from ._validation import (
     as_bool_mask,
     as_real_array,
+    attention_operands,
     broadcast_shape,
-    check_attention_inputs,
     check_causal_sizes,
     check_flag,
     check_fully_masked,
     common_float_dtype,
-    compute_dtype,
     describe,
     first_true,
     positive_int,
@@ -99,6 +98,7 @@ def project_qkv(
         One row per token.
     w_q, w_k : array_like, shape (d_model, d_k)
     w_v : array_like, shape (d_model, d_v)
+        The projections, one column per feature of a query, key or value.
 
     Returns
     -------
@@ -212,13 +212,8 @@ def _raise_if_overflowed(scores: np.ndarray, q: np.ndarray, k: np.ndarray) -> No
 
 
 def scaled_dot_product_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    mask: ArrayLike | None = None,
-    *,
-    causal: bool = False,
-    fully_masked: Literal["raise", "zero"] = "raise",
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: ArrayLike | None = None, *,
+    causal: bool = False, fully_masked: Literal["raise", "zero"] = "raise",
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Scaled dot-product attention, returning the output and the weights.
 
@@ -295,19 +290,16 @@ def prepare_attention(
     """
     check_fully_masked(fully_masked)
     causal = check_flag(causal, "causal")
-    q, k, v, batch = check_attention_inputs(q, k, v)
+    q, k, v, batch, out_dtype = attention_operands(
+        q, k, v, causal=causal and fully_masked == "raise")
     n_q, n_k = q.shape[-2], k.shape[-2]
-    if causal and fully_masked == "raise":
-        check_causal_sizes(n_q, n_k)
     allowed = _combined_mask(mask, causal, batch, n_q, n_k)  # True = may attend, or None
     if allowed is not None and fully_masked == "raise":
         empty = ~allowed.any(axis=-1)  # (..., n_q), the mask's own leading axes
         lead = np.broadcast_shapes(batch, empty.shape[:-1])
         raise_if_fully_masked(np.broadcast_to(empty, (*lead, n_q)), "query row(s) with no key",
                               where="(..., query) ", also=" and a zero output")
-    out_dtype = q.dtype
-    work = compute_dtype(out_dtype)
-    return (*(a.astype(work, copy=False) for a in (q, k, v)), allowed, out_dtype)
+    return q, k, v, allowed, out_dtype
 
 
 def attend(

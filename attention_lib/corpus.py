@@ -14,6 +14,7 @@ seen.
 from __future__ import annotations
 
 import gzip
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -54,12 +55,20 @@ def shakespeare_split(validation_fraction: float = VALIDATION_FRACTION) -> tuple
     ----------
     validation_fraction : float, default 0.1
         Roughly the share of characters for validation, ``0 < fraction < 1``; the cut
-        moves forward to the start of the next speech.
+        moves forward to the start of the next speech, so training holds at least the
+        first speech. A fraction smaller than the share of the last speech (about
+        0.00024) would leave no speech for validation and is refused.
 
     Returns
     -------
     (str, str)
-        The two parts; together they are the whole corpus.
+        The two parts, each of whole speeches; together they are the whole corpus.
+
+    Raises
+    ------
+    ValueError
+        When ``validation_fraction`` is outside ``0 < fraction < 1`` or leaves no
+        speech for validation (the message names a fraction large enough).
 
     Examples
     --------
@@ -72,13 +81,23 @@ def shakespeare_split(validation_fraction: float = VALIDATION_FRACTION) -> tuple
     if fraction == 1.0:
         raise ValueError("validation_fraction=1.0 leaves no training text; expected < 1")
     text = shakespeare_text()
-    cut = text.find("\n\n", int(len(text) * (1.0 - fraction))) + 2  # the next speech
-    return text[:cut], text[cut:]
+    gap = text.find("\n\n", int(len(text) * (1.0 - fraction)))  # before the next speech
+    if gap < 0 or gap + 2 >= len(text):  # no speech starts after the cut
+        last = text.rfind("\n\n")  # a fraction >= (len - last) / len cuts there or before
+        smallest = math.ceil((len(text) - last) / len(text) * 1e5) / 1e5
+        raise ValueError(
+            f"validation_fraction={validation_fraction!r} leaves no speech for validation: "
+            f"the last speech is {len(text) - last - 2} of the corpus's {len(text)} "
+            f"characters; expected a validation_fraction of at least {smallest}"
+        )
+    return text[:gap + 2], text[gap + 2:]
 
 
 @dataclass(frozen=True)
 class CharTokenizer:
     """Characters to integer ids and back.
+
+    The id of a character is its position in ``alphabet``.
 
     Parameters
     ----------

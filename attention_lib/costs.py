@@ -64,6 +64,7 @@ def causal_pairs(n_q: int, n_k: int | None = None) -> int:
     Returns
     -------
     int
+        The number of True entries of ``causal_mask(n_q, n_k)``.
 
     Notes
     -----
@@ -244,6 +245,7 @@ def rnn_flops(n: int, d_in: int, d_h: int) -> int:
     Returns
     -------
     int
+        FLOPs of the ``n`` steps together.
 
     Notes
     -----
@@ -269,7 +271,7 @@ def score_matrix_bytes(n_q: int, n_k: int, dtype: DTypeLike = np.float32) -> int
     Parameters
     ----------
     n_q, n_k : int
-        Number of queries and of keys.
+        Rows (queries) and columns (keys) of the matrix.
     dtype : numeric numpy dtype, default float32
         Integer, float or complex; ``None``, ``str`` and ``bool`` are refused.
 
@@ -479,6 +481,7 @@ def kv_cache_bytes(
     Returns
     -------
     int
+        Bytes of the keys and values of every layer and sequence.
 
     Notes
     -----
@@ -536,6 +539,7 @@ def latent_kv_cache_bytes(
     Returns
     -------
     int
+        Bytes of the latents (and rotary keys) of every layer and sequence.
 
     Notes
     -----

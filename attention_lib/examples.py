@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-def _frozen(rows: list) -> np.ndarray:
+def _frozen(rows: list | np.ndarray) -> np.ndarray:
     a = np.array(rows, dtype=np.float64)
     a.setflags(write=False)
     return a
@@ -58,6 +58,15 @@ def cat_sat_on() -> WalkthroughExample:
     >>> ex.x.shape, ex.w_q.shape, ex.w_k.shape, ex.w_v.shape
     ((4, 4), (4, 3), (4, 3), (4, 3))
     """
+    # Row i of W_Q, W_K and W_V side by side: shape (d_model, 3, d_k) = (4, 3, 3).
+    w_rows = np.array([
+        # W_Q              W_K              W_V
+        [[0.1, 0.0, 0.2], [0.3, 0.1, 0.0], [0.2, 0.1, 0.3]],
+        [[0.0, 0.3, 0.1], [0.1, 0.2, 0.1], [0.1, 0.3, 0.1]],
+        [[0.2, 0.1, 0.0], [0.0, 0.1, 0.3], [0.3, 0.0, 0.2]],
+        [[0.1, 0.2, 0.3], [0.2, 0.0, 0.2], [0.0, 0.2, 0.1]],
+    ])
+    w_q, w_k, w_v = (_frozen(w_rows[:, j]) for j in range(3))  # (4, 3) each
     return WalkthroughExample(
         tokens=("The", "cat", "sat", "on"),
         x=_frozen([
@@ -66,24 +75,7 @@ def cat_sat_on() -> WalkthroughExample:
             [0.3, 0.7, 0.2, 0.6],
             [0.4, 0.3, 0.5, 0.1],
         ]),
-        w_q=_frozen([
-            [0.1, 0.0, 0.2],
-            [0.0, 0.3, 0.1],
-            [0.2, 0.1, 0.0],
-            [0.1, 0.2, 0.3],
-        ]),
-        w_k=_frozen([
-            [0.3, 0.1, 0.0],
-            [0.1, 0.2, 0.1],
-            [0.0, 0.1, 0.3],
-            [0.2, 0.0, 0.2],
-        ]),
-        w_v=_frozen([
-            [0.2, 0.1, 0.3],
-            [0.1, 0.3, 0.1],
-            [0.3, 0.0, 0.2],
-            [0.0, 0.2, 0.1],
-        ]),
+        w_q=w_q, w_k=w_k, w_v=w_v,
     )
 
 

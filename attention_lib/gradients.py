@@ -106,22 +106,15 @@ def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def attention_backward(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    grad_output: ArrayLike,
-    mask: ArrayLike | None = None,
-    *,
-    causal: bool = False,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, grad_output: ArrayLike,
+    mask: ArrayLike | None = None, *, causal: bool = False,
     fully_masked: Literal["raise", "zero"] = "raise",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients of scaled dot-product attention with respect to q, k and v.
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
         As in :func:`~attention_lib.scaled_dot_product_attention`; leading
         axes are broadcast together.
     grad_output : array_like, shape (..., n_q, d_v)
@@ -138,9 +131,7 @@ def attention_backward(
 
     Returns
     -------
-    dq : numpy.ndarray, shape of ``q``
-    dk : numpy.ndarray, shape of ``k``
-    dv : numpy.ndarray, shape of ``v``
+    dq, dk, dv : numpy.ndarray, shapes of ``q``, ``k`` and ``v``
         An input whose leading axes were broadcast gets its gradient summed
         back over those axes (as every autodiff framework does). float32 stays
         float32; float16 is computed in float32 and returned as float16.
@@ -161,7 +152,7 @@ def attention_backward(
 
     Examples
     --------
-    >>> q = np.array([[1.0, 0.0]]); k = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> q, k = np.array([[1.0, 0.0]]), np.eye(2)   # the example of scaled_dot_product_attention
     >>> v = np.array([[10.0], [20.0]])
     >>> dq, dk, dv = attention_backward(q, k, v, np.ones((1, 1)))
     >>> dv.round(4)  # each value's gradient is its attention weight

@@ -138,11 +138,10 @@ class KVCache:
 
         Parameters
         ----------
-        k : array_like, shape (..., m, d_k)
-        v : array_like, shape (..., m, d_v)
-            ``m >= 1`` positions at once. The leading axes, ``d_k``, ``d_v``
-            and the dtype (float32 stays float32; integers become float64)
-            must match the earlier appends. Keys and values of different dtypes
+        k, v : array_like, shapes (..., m, d_k) and (..., m, d_v)
+            The keys and values of ``m >= 1`` positions at once. The leading axes,
+            ``d_k``, ``d_v`` and the dtype (float32 stays float32; integers become
+            float64) must match the earlier appends. Keys and values of different dtypes
             are refused when one is floating (the cache would widen silently).
 
         Examples
@@ -187,16 +186,16 @@ class KVCache:
         lead = self._k.shape[:-2]
         for name, a, buffer, letter in (("k", k, self._k, "d_k"), ("v", v, self._v, "d_v")):
             if a.shape[:-2] != lead:
-                raise ValueError(
-                    f"{name} has leading axes {a.shape[:-2]} ({describe(a)}); the cache holds "
-                    f"leading axes {lead} from the first append; expected {name}.shape[:-2] "
-                    f"== {lead}"
-                )
-            if a.shape[-1] != buffer.shape[-1]:
-                raise ValueError(
-                    f"{name} has {letter}={a.shape[-1]} ({describe(a)}); the cache holds "
-                    f"{letter}={buffer.shape[-1]} from the first append"
-                )
+                held = f"leading axes {lead}"
+                expected = f"; expected {name}.shape[:-2] == {lead}"
+                got = f"leading axes {a.shape[:-2]}"
+            elif a.shape[-1] != buffer.shape[-1]:
+                held, expected = f"{letter}={buffer.shape[-1]}", ""
+                got = f"{letter}={a.shape[-1]}"
+            else:
+                continue
+            raise ValueError(f"{name} has {got} ({describe(a)}); the cache holds {held} from "
+                             f"the first append{expected}")
         if dtype != self._k.dtype:
             raise TypeError(
                 f"k and v have dtype {dtype} but the cache holds {self._k.dtype} from the "
@@ -227,10 +226,9 @@ class KVCache:
 
         Returns
         -------
-        output : numpy.ndarray, shape (..., n_q, d_v)
-        weights : numpy.ndarray, shape (..., n_q, n)
-            Query ``i`` (position ``n - n_q + i``) gives zero weight to later
-            positions.
+        output, weights : numpy.ndarray, shapes (..., n_q, d_v) and (..., n_q, n)
+            As :func:`~attention_lib.scaled_dot_product_attention` returns them: query
+            ``i`` (position ``n - n_q + i``) gives zero weight to later positions.
 
         Examples
         --------

@@ -21,12 +21,8 @@ constant memory per step, like a KV cache that never grows. It is another model,
 not an approximation of softmax attention: the weights
 :math:`\phi(q_i) \cdot \phi(k_j) / \sum_l \phi(q_i) \cdot \phi(k_l)` are not a softmax.
 
-Dimension letters used in the shape comments:
-
-- ``...``  leading batch / head axes (broadcast between the arguments)
-- ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
-- ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
-- ``c``    positions in one chunk of the causal prefix sums
+The dimension letters of the shape comments are those of :mod:`attention_lib.attention`,
+and ``c``, the positions in one chunk of the causal prefix sums.
 """
 
 from __future__ import annotations
@@ -34,14 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    check_attention_inputs,
-    check_causal_sizes,
-    check_flag,
-    compute_dtype,
-    first_true,
-    one_of,
-)
+from ._validation import attention_operands, check_flag, first_true, one_of
 
 __all__ = ["linear_attention", "linear_attention_recurrent"]
 
@@ -60,12 +49,7 @@ def _elu_plus_one(x: np.ndarray) -> np.ndarray:
 def _features(q: ArrayLike, k: ArrayLike, v: ArrayLike, causal: bool
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.dtype]:
     """phi(q), phi(k) and v in the dtype they are computed in, and the dtype of the result."""
-    q, k, v, _ = check_attention_inputs(q, k, v)
-    if causal:
-        check_causal_sizes(q.shape[-2], k.shape[-2])
-    out_dtype = q.dtype
-    work = compute_dtype(out_dtype)  # float16 is computed in float32
-    q, k, v = (a.astype(work, copy=False) for a in (q, k, v))
+    q, k, v, _, out_dtype = attention_operands(q, k, v, causal=causal)
     return _elu_plus_one(q), _elu_plus_one(k), v, out_dtype
 
 
@@ -73,42 +57,32 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray, row0: int = 0) -> np
     """``numerator / denominator[..., None]`` for (..., c, d_v) and (..., c), or a ValueError
     where a sum overflowed or the normaliser underflowed to 0 (naming query ``row0 + row``)."""
     if not (np.isfinite(numerator).all() and np.isfinite(denominator).all()):
-        bad = ~np.isfinite(denominator) | ~np.isfinite(numerator).all(axis=-1)
-        count, first = first_true(bad)
-        first = (*first[:-1], row0 + first[-1])
-        raise ValueError(
-            f"the sums of phi(q) . phi(k) overflow {numerator.dtype} for {count} query "
-            f"row(s), the first at (..., query) index {first}; expected inputs whose features "
-            "x + 1 multiply without overflow (rescale them, or use float64)"
-        )
-    if not (denominator > 0).all():
-        count, first = first_true(~(denominator > 0))
-        first = (*first[:-1], row0 + first[-1])
-        raise ValueError(
-            f"the normaliser phi(q) . sum phi(k) underflowed to 0 for {count} query row(s), "
-            f"the first at (..., query) index {first}; expected queries and keys whose "
-            "features exp(x) (for x <= 0) do not all vanish (rescale them, or use float64)"
-        )
-    return numerator / denominator[..., None]
+        bad = ~np.isfinite(denominator) | ~np.isfinite(numerator).all(axis=-1)  # (..., c)
+        what = f"the sums of phi(q) . phi(k) overflow {numerator.dtype}"
+        expected = "inputs whose features x + 1 multiply without overflow"
+    elif not (denominator > 0).all():
+        bad = ~(denominator > 0)  # (..., c)
+        what = "the normaliser phi(q) . sum phi(k) underflowed to 0"
+        expected = "queries and keys whose features exp(x) (for x <= 0) do not all vanish"
+    else:
+        return numerator / denominator[..., None]
+    count, first = first_true(bad)
+    first = (*first[:-1], row0 + first[-1])
+    raise ValueError(f"{what} for {count} query row(s), the first at (..., query) index "
+                     f"{first}; expected {expected} (rescale them, or use float64)")
 
 
 def linear_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    *,
-    causal: bool = True,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = True,
     feature_map: str = "elu+1",
 ) -> np.ndarray:
     r"""Linear attention (Katharopoulos et al. 2020): the kernelised form, all queries at once.
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
-        As in :func:`~attention_lib.scaled_dot_product_attention` (the same checks;
-        leading axes broadcast; float32 stays float32, float16 is computed in float32).
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
+        Queries, keys and values with the checks and dtypes of
+        :func:`~attention_lib.scaled_dot_product_attention` (float16 is computed in float32).
     causal : bool, default True
         Query ``i`` sees only the keys ``j <= i`` (with ``n_q < n_k`` the queries
         are the last ``n_q`` positions, as in :func:`~attention_lib.causal_mask`).
@@ -142,8 +116,7 @@ def linear_attention(
 
     Examples
     --------
-    >>> rng = np.random.default_rng(0)
-    >>> q, k, v = rng.normal(size=(3, 6, 4))
+    >>> q, k, v = np.random.default_rng(0).normal(size=(3, 6, 4))
     >>> out = linear_attention(q, k, v)
     >>> out.shape
     (6, 4)
@@ -195,9 +168,7 @@ def linear_attention_recurrent(q: ArrayLike, k: ArrayLike, v: ArrayLike) -> np.n
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
         As in :func:`linear_attention`; ``n_q <= n_k``, the queries being the last
         ``n_q`` positions (the first ``n_k - n_q`` keys and values are a prefix,
         read into the state before the first query).

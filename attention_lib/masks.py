@@ -89,10 +89,9 @@ def sliding_window_mask(n_q: int, n_k: int, window: int) -> np.ndarray:
 
     Parameters
     ----------
-    n_q : int
-        Number of queries (rows), at least 1.
-    n_k : int
-        Number of keys (columns), at least ``n_q``.
+    n_q, n_k : int
+        Numbers of queries (rows) and keys (columns), ``1 <= n_q <= n_k``, as in
+        :func:`~attention_lib.causal_mask` (``n_k`` has no default here).
     window : int
         How many keys a query sees at most: its own position and the ``window - 1``
         before it. At least 1.
@@ -100,6 +99,8 @@ def sliding_window_mask(n_q: int, n_k: int, window: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of bool, shape (n_q, n_k)
+        The causal mask with the keys older than the window set to False; every row
+        keeps at least its own key.
 
     Notes
     -----

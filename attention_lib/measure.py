@@ -42,6 +42,7 @@ def best_time(
     Returns
     -------
     float
+        Seconds, the least of the ``repeat`` measurements.
 
     Notes
     -----

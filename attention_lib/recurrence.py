@@ -57,6 +57,7 @@ def spectral_radius(w: ArrayLike) -> float:
     Returns
     -------
     float
+        :math:`\rho(W)`, as a Python float.
 
     Notes
     -----
@@ -249,7 +250,7 @@ def rnn_sweep(
 
 
 def rnn_step_jacobians(h: ArrayLike, w: ArrayLike) -> np.ndarray:
-    r"""Jacobians of each step of the recurrence with respect to the previous state.
+    r"""Jacobians of each step's state with respect to the state before it.
 
     Parameters
     ----------
@@ -291,10 +292,8 @@ def rnn_jacobian_products(h: ArrayLike, w: ArrayLike, source: int = 0) -> np.nda
 
     Parameters
     ----------
-    h : array_like, shape (n, d_h)
-        The states returned by :func:`rnn_forward`.
-    w : array_like, shape (d_h, d_h)
-        The recurrent weights.
+    h, w : array_like, shapes (n, d_h) and (d_h, d_h)
+        The states and the recurrent weights, as in :func:`rnn_step_jacobians`.
     source : int, default 0
         Array index of the state differentiated against.
 

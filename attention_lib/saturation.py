@@ -217,10 +217,10 @@ def projection_scale_weights(
 
     Parameters
     ----------
-    x : array_like, shape (..., n, d_model)
-        One row per token.
-    w_q, w_k : array_like, shape (d_model, d_k)
-        The query and key projections (the values play no part in the weights).
+    x, w_q, w_k : array_like
+        The tokens ``(..., n, d_model)`` and the query and key projections
+        ``(d_model, d_k)``, as in :func:`~attention_lib.project_qkv` (the values play no
+        part in the weights).
     scales : array_like, shape (n_scales,)
         The factors :math:`c`, finite real numbers; :math:`c` and :math:`-c`
         give the same weights.

@@ -20,12 +20,8 @@ a sliding window the tiles outside the band are skipped like those in the future
 The tile plumbing both passes share is in :mod:`attention_lib._tiles`, the thread
 pool in :mod:`attention_lib._threads`.
 
-Dimension letters used in the shape comments:
-
-- ``...``  leading batch / head axes (broadcast between the arguments)
-- ``n_q``  number of queries, ``n_k`` number of keys (= number of values)
-- ``d_k``  size of a query or key vector, ``d_v`` size of a value vector
-- ``b_q``  query rows in one tile, ``b_k`` keys in one tile
+The dimension letters of the shape comments are those of :mod:`attention_lib.attention`,
+and ``b_q``, the query rows in one tile, ``b_k``, the keys in one tile.
 """
 
 from __future__ import annotations
@@ -38,26 +34,25 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._threads import available_cpus, numpy_blas, run_tasks
-from ._tiles import band_hidden, future, past, raise_overflow, scores_may_overflow, tiled_inputs
-from ._tiles import key_spans as _key_spans
-from ._validation import (
-    as_real_array,
-    check_causal_sizes,
-    check_flag,
-    check_window,
-    common_float_dtype,
-    describe,
-    positive_int,
+from ._threads import run_tasks
+from ._tiles import (
+    band_hidden,
+    entry_views,
+    future,
+    past,
+    pool_size,
+    raise_overflow,
+    scores_may_overflow,
+    tiled_inputs,
+    visible_scores,
 )
+from ._tiles import key_spans as _key_spans
+from ._validation import as_real_array, check_flag, common_float_dtype, describe
 from .attention import causal_mask, scaled_scores
 from .masks import causal_tile_kinds, sliding_window_mask
 
 __all__ = ["OnlineSoftmaxTrace", "online_softmax_row", "tiled_attention",
            "tiled_attention_reference"]
-
-# Below this many (query, key) scores a thread pool costs more than it saves.
-_MIN_PARALLEL_SCORES = 1 << 20
 
 
 class OnlineSoftmaxTrace(NamedTuple):
@@ -170,13 +165,8 @@ def online_softmax_row(
 
 
 def tiled_attention_reference(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    *,
-    causal: bool = False,
-    block_size: int | tuple[int, int] = (256, 512),
-    window: int | None = None,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
+    block_size: int | tuple[int, int] = (256, 512), window: int | None = None,
 ) -> np.ndarray:
     r"""Tiled attention as a plain loop over tiles: the readable version of :func:`tiled_attention`.
 
@@ -190,19 +180,13 @@ def tiled_attention_reference(
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
-        As in :func:`~attention_lib.scaled_dot_product_attention` (the same checks;
-        leading axes broadcast; float32 stays float32, float16 is computed in float32).
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
+        Queries, keys and values, with the checks and dtypes of :func:`tiled_attention`.
     causal : bool, default False
-        Query ``i`` attends only to keys ``j <= i`` (with ``n_q < n_k`` the queries are
-        the last ``n_q`` positions).
     block_size : int or (int, int), default (256, 512)
-        Query rows and keys per tile, ``(b_q, b_k)``; an int sets both.
     window : int, optional
-        A sliding window (needs ``causal=True``): query ``i`` attends only to the keys
-        ``i - window < j <= i``, the mask of :func:`~attention_lib.sliding_window_mask`.
+        As in :func:`tiled_attention`: the causal rule, the tile ``(b_q, b_k)``, a sliding
+        window of keys.
 
     Returns
     -------
@@ -235,11 +219,10 @@ def tiled_attention_reference(
     >>> bool(np.allclose(out, scaled_dot_product_attention(q, k, v, causal=True)[0]))
     True
     """
-    q, k, v, batch, causal, (b_q, b_k), out_dtype = tiled_inputs(q, k, v, causal, block_size)
-    window = check_window(window, causal)
+    q, k, v, batch, causal, window, _, (b_q, b_k), out_dtype = tiled_inputs(
+        q, k, v, causal, block_size, window)
     n_q, n_k, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if causal:
-        check_causal_sizes(n_q, n_k)
         kinds = causal_tile_kinds(n_q, n_k, block_q=b_q, block_k=b_k,
                                   window=window)  # (T_q, T_k)
         visible = (causal_mask(n_q, n_k) if window is None
@@ -451,26 +434,18 @@ def _raise_reference(heads: _Heads, s: np.ndarray, first: int, start: int, stop:
 
 
 def tiled_attention(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    *,
-    causal: bool = False,
-    block_size: int | tuple[int, int] = (256, 512),
-    workers: int | None = None,
-    window: int | None = None,
-    return_lse: bool = False,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False,
+    block_size: int | tuple[int, int] = (256, 512), workers: int | None = None,
+    window: int | None = None, return_lse: bool = False,
 ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""Exact scaled dot-product attention without the ``n_q x n_k`` score matrix.
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
-        As in :func:`~attention_lib.scaled_dot_product_attention` (the same
-        checks; leading axes broadcast; float32 stays float32; float16 is
-        accumulated in float32 and returned as float16).
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
+        Queries, keys and values as in :func:`~attention_lib.scaled_dot_product_attention`
+        (the same checks and dtypes; leading axes broadcast; float16 is accumulated in
+        float32 and returned as float16).
     causal : bool, default False
         Query ``i`` attends only to keys ``j <= i``; with ``n_q < n_k`` the
         queries are the last ``n_q`` positions. Key blocks entirely in the
@@ -571,31 +546,20 @@ def tiled_attention(
     >>> lse.shape
     (2, 10)
     """
-    q, k, v, batch, causal, (block_q, block_k), out_dtype = tiled_inputs(
-        q, k, v, causal, block_size)
-    if workers is not None:
-        workers = positive_int(workers, "workers", what="or None")
-    window = check_window(window, causal)
+    q, k, v, batch, causal, window, workers, (block_q, block_k), out_dtype = tiled_inputs(
+        q, k, v, causal, block_size, window, workers)
     return_lse = check_flag(return_lse, "return_lse")
-    n_q, d_k = q.shape[-2:]
+    n_q = q.shape[-2]
     n_k, d_v = v.shape[-2:]
-    if causal:
-        check_causal_sizes(n_q, n_k)
 
     out = np.empty((*batch, n_q, d_v), dtype=q.dtype)  # (..., n_q, d_v)
     lse = np.empty((*batch, n_q), dtype=q.dtype) if return_lse else None  # (..., n_q)
-    q_all = np.broadcast_to(q, (*batch, n_q, d_k))  # views, no copies
-    k_all = np.broadcast_to(k, (*batch, n_k, d_k))
-    v_all = np.broadcast_to(v, (*batch, n_k, d_v))
+    q_all, k_all, v_all = entry_views(batch, q, k, v)  # (..., n, d) each
     check_overflow = scores_may_overflow(q, k)
     starts = range(0, n_q, block_q)
     entries = list(np.ndindex(batch))
-    n_scores = (len(entries) * n_q * n_k // (2 if causal else 1) if window is None
-                else len(entries) * n_q * min(n_k, window))
-    if workers is None:
-        parallel = bool(numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
-        workers = available_cpus() if parallel else 1
-    workers = min(int(workers), len(entries) * len(starts))
+    workers = pool_size(workers, visible_scores(len(entries), n_q, n_k, causal, window),
+                        len(entries) * len(starts))
     # Entries go through their query tiles in groups of g: as many as keep at
     # least 4 tasks per worker (so that the pool stays balanced to the end).
     g = max(1, min(_MAX_HEADS_PER_TASK, len(entries) * len(starts) // (4 * workers)))

@@ -21,18 +21,18 @@ import threading
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._threads import available_cpus, numpy_blas, run_tasks
-from ._tiles import band_hidden, scores_may_overflow, tiled_inputs
-from ._validation import (
-    array_of_shape,
-    check_causal_sizes,
-    check_window,
-    first_true,
-    positive_int,
+from ._threads import run_tasks
+from ._tiles import (
+    band_hidden,
+    entry_views,
+    pool_size,
+    scores_may_overflow,
+    tiled_inputs,
+    visible_scores,
 )
+from ._validation import array_of_shape, first_true
 from .attention import scaled_scores
 from .gradients import _sum_to_shape
-from .tiled import _MIN_PARALLEL_SCORES
 
 __all__ = ["tiled_attention_backward"]
 
@@ -67,27 +67,17 @@ def _query_tiles(j0: int, j1: int, n_q: int, n_k: int, b_q: int, causal: bool,
 
 
 def tiled_attention_backward(
-    q: ArrayLike,
-    k: ArrayLike,
-    v: ArrayLike,
-    out: ArrayLike,
-    lse: ArrayLike,
-    grad_out: ArrayLike,
-    *,
-    causal: bool = False,
-    window: int | None = None,
-    block_size: int | tuple[int, int] = (256, 256),
-    workers: int | None = None,
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, out: ArrayLike, lse: ArrayLike,
+    grad_out: ArrayLike, *, causal: bool = False, window: int | None = None,
+    block_size: int | tuple[int, int] = (256, 256), workers: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Gradients of attention with respect to q, k and v, tile by tile, from the saved lse.
 
     Parameters
     ----------
-    q : array_like, shape (..., n_q, d_k)
-    k : array_like, shape (..., n_k, d_k)
-    v : array_like, shape (..., n_k, d_v)
-        The inputs of the forward pass, as in :func:`~attention_lib.tiled_attention`
-        (leading axes broadcast; float32 stays float32, float16 is computed in float32).
+    q, k, v : array_like, shapes (..., n_q, d_k), (..., n_k, d_k), (..., n_k, d_v)
+        The inputs of the forward pass, with the checks and dtypes of
+        :func:`~attention_lib.tiled_attention` (float16 is computed in float32).
     out : array_like, shape (..., n_q, d_v)
         The output of the forward pass, :math:`Z`, with the broadcast leading axes.
     lse : array_like, shape (..., n_q)
@@ -111,9 +101,7 @@ def tiled_attention_backward(
 
     Returns
     -------
-    dq : numpy.ndarray, shape of ``q``
-    dk : numpy.ndarray, shape of ``k``
-    dv : numpy.ndarray, shape of ``v``
+    dq, dk, dv : numpy.ndarray, shapes of ``q``, ``k`` and ``v``
         Equal to :func:`~attention_lib.attention_backward`'s up to rounding; an
         input whose leading axes were broadcast gets its gradient summed over them.
 
@@ -161,14 +149,10 @@ def tiled_attention_backward(
     >>> all(np.allclose(a, b, rtol=0, atol=1e-12) for a, b in zip((dq, dk, dv), ref))
     True
     """
-    q, k, v, batch, causal, (b_q, b_k), out_dtype = tiled_inputs(q, k, v, causal, block_size)
-    window = check_window(window, causal)
-    if workers is not None:
-        workers = positive_int(workers, "workers", what="or None")
+    q, k, v, batch, causal, window, workers, (b_q, b_k), out_dtype = tiled_inputs(
+        q, k, v, causal, block_size, window, workers)
     n_q, d_k = q.shape[-2:]
     n_k, d_v = v.shape[-2:]
-    if causal:
-        check_causal_sizes(n_q, n_k)
     work = q.dtype  # float16 is computed in float32
     z = array_of_shape(out, "out", (*batch, n_q, d_v),
                        what="the attention output (..., n_q, d_v)").astype(work, copy=False)
@@ -176,9 +160,7 @@ def tiled_attention_backward(
                          what="the shape of the output (..., n_q, d_v)").astype(work, copy=False)
     lse = array_of_shape(lse, "lse", (*batch, n_q),
                          what="(..., n_q), one per query").astype(work, copy=False)
-    q_all = np.broadcast_to(q, (*batch, n_q, d_k))  # views, no copies
-    k_all = np.broadcast_to(k, (*batch, n_k, d_k))
-    v_all = np.broadcast_to(v, (*batch, n_k, d_v))
+    q_all, k_all, v_all = entry_views(batch, q, k, v)  # (..., n, d) each, views
     check_overflow = scores_may_overflow(q, k)
     scale = 1.0 / math.sqrt(d_k)  # a Python float keeps float32 float32
 
@@ -190,12 +172,8 @@ def tiled_attention_backward(
     entries = list(np.ndindex(batch))
     locks = [threading.Lock() for _ in entries]  # one per entry: its dq and row sums
     tasks = [(number, j0) for number in range(len(entries)) for j0 in range(0, n_k, b_k)]
-    n_scores = len(entries) * n_q * (n_k // (2 if causal else 1) if window is None
-                                     else min(n_k, window))
-    if workers is None:
-        parallel = bool(numpy_blas()) and n_scores >= _MIN_PARALLEL_SCORES
-        workers = available_cpus() if parallel else 1
-    workers = min(workers, len(tasks))
+    workers = pool_size(workers, visible_scores(len(entries), n_q, n_k, causal, window),
+                        len(tasks))
 
     def run(task: tuple[int, int]) -> None:
         number, j0 = task
@@ -260,9 +238,8 @@ def _raise_overflow(s: np.ndarray, index: tuple[int, ...], i0: int, j0: int) -> 
 
 def _check_row_sums(row_sums: np.ndarray) -> None:
     """Raise ``ValueError`` when the recomputed weights of some row do not sum to one."""
-    bad = ~(np.abs(row_sums - 1) <= _ROW_SUM_TOLERANCE[row_sums.dtype])  # NaN counts as bad
-    if bad.any():
-        count, where = first_true(bad)
+    count, where = first_true(~(np.abs(row_sums - 1) <= _ROW_SUM_TOLERANCE[row_sums.dtype]))
+    if count:  # NaN counts as bad
         raise ValueError(
             f"lse does not belong to these q and k: the weights exp(score - lse) of "
             f"{count} query row(s) do not sum to 1, the first at (..., query) index {where} "

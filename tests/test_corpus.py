@@ -33,6 +33,28 @@ def test_the_split_is_by_position_at_a_speech():
             shakespeare_split(bad)
 
 
+def test_each_part_of_the_split_holds_whole_speeches_or_the_fraction_is_refused():
+    text = shakespeare_text()
+    starts = [0] + [i + 2 for i in range(len(text)) if text.startswith("\n\n", i)]
+    last = starts[-1]  # where the last speech starts
+    # The smallest fraction whose cut position int(len * (1 - f)) still reaches the last
+    # speech's start leaves exactly that speech for validation.
+    smallest = (len(text) - last + 2) / len(text)
+    train, validation = shakespeare_split(smallest)
+    assert (train, validation) == (text[:last], text[last:])
+    # The largest fraction below 1 leaves the first speech, and only it, for training.
+    train, validation = shakespeare_split(math.nextafter(1.0, 0.0))
+    assert (train, validation) == (text[:starts[1]], text[starts[1]:])
+    # Smaller fractions would cut after the last speech: refused, never a one-character
+    # training part.
+    for tiny in (smallest / 2, 1e-9, 5e-324):
+        with pytest.raises(ValueError, match=r"^validation_fraction=.* leaves no speech for "
+                                             r"validation.*expected a validation_fraction of "
+                                             r"at least 0\.00024$"):
+            shakespeare_split(tiny)
+    assert shakespeare_split(0.00024)[1] == text[last:]  # the fraction the message names works
+
+
 def test_tokenizer_round_trips_and_refuses_what_it_cannot_map():
     tok = CharTokenizer.from_text(shakespeare_text())
     sample = shakespeare_text()[:5000]

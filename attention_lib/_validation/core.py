@@ -12,6 +12,7 @@ from numpy.typing import ArrayLike
 __all__ = [
     "as_bool_mask",
     "as_real_array",
+    "attention_operands",
     "check_attention_inputs",
     "check_causal_sizes",
     "check_flag",
@@ -252,6 +253,20 @@ def normalise_axis(axis: Any, ndim: int) -> int:
     return int(axis) % ndim
 
 
+def _check_qkv_sizes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the two arrays unless q and k share ``d_k`` (the last
+    axis) and k and v share ``n_k`` (the second to last)."""
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has d_k={q.shape[-1]} ({describe(q)}) but k has d_k={k.shape[-1]} "
+            f"({describe(k)}); expected the same last axis, since scores are q . k"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k has n_k={k.shape[-2]} positions ({describe(k)}) but v has "
+                         f"{v.shape[-2]} ({describe(v)}); expected one value per key "
+                         "(k.shape[-2] == v.shape[-2])")
+
+
 def check_attention_inputs(
     q: ArrayLike, k: ArrayLike, v: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
@@ -270,16 +285,7 @@ def check_attention_inputs(
     q = as_real_array(q, "q", min_ndim=2)
     k = as_real_array(k, "k", min_ndim=2)
     v = as_real_array(v, "v", min_ndim=2)
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has d_k={q.shape[-1]} ({describe(q)}) but k has d_k={k.shape[-1]} "
-            f"({describe(k)}); expected the same last axis, since scores are q . k"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has n_k={k.shape[-2]} positions ({describe(k)}) but v has {v.shape[-2]} "
-            f"({describe(v)}); expected one value per key (k.shape[-2] == v.shape[-2])"
-        )
+    _check_qkv_sizes(q, k, v)
     try:
         batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
@@ -290,6 +296,31 @@ def check_attention_inputs(
     dtype = common_float_dtype(q, k, v)
     return (q.astype(dtype, copy=False), k.astype(dtype, copy=False),
             v.astype(dtype, copy=False), batch)
+
+
+def attention_operands(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, *, causal: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], np.dtype]:
+    """:func:`check_attention_inputs`, then q, k, v in the dtype attention computes in.
+
+    Returns the three arrays cast to that dtype (float16 is computed in float32, its
+    sums overflow at 65504), their broadcast leading shape and the dtype of the result
+    (that of the inputs). With ``causal`` the queries, the last ``n_q`` positions, must
+    not outnumber the keys (:func:`check_causal_sizes`).
+
+    Examples
+    --------
+    >>> x = np.ones((3, 4), dtype=np.float16)
+    >>> q, k, v, batch, out_dtype = attention_operands(x, x, x, causal=True)
+    >>> q.dtype, out_dtype
+    (dtype('float32'), dtype('float16'))
+    """
+    q, k, v, batch = check_attention_inputs(q, k, v)
+    if causal:
+        check_causal_sizes(q.shape[-2], k.shape[-2])
+    out_dtype = q.dtype
+    work = compute_dtype(out_dtype)
+    return (*(a.astype(work, copy=False) for a in (q, k, v)), batch, out_dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -539,8 +570,8 @@ def kv_group_size(num_heads: int, num_kv_heads: int, *, heads: str = "num_heads"
 
     Examples
     --------
-    >>> kv_group_size(8, 2)
-    4
+    >>> kv_group_size(8, 2), kv_group_size(8, 8)    # GQA, and one key/value head per query head
+    (4, 1)
     >>> kv_group_size(6, 4)
     Traceback (most recent call last):
         ...
@@ -604,13 +635,7 @@ def check_grouped_heads(
         raise ValueError(f"q has h={h} heads ({describe(qa)}) but k has h_kv={h_kv} "
                          f"({describe(ka)}); expected h to be a multiple of h_kv, each "
                          "key/value head serving h / h_kv query heads")
-    if qa.shape[-1] != ka.shape[-1]:
-        raise ValueError(f"q has d_k={qa.shape[-1]} ({describe(qa)}) but k has "
-                         f"d_k={ka.shape[-1]} ({describe(ka)}); expected the same last axis, "
-                         "since scores are q . k")
-    if ka.shape[-2] != va.shape[-2]:
-        raise ValueError(f"k has n_k={ka.shape[-2]} positions ({describe(ka)}) but v has "
-                         f"{va.shape[-2]} ({describe(va)}); expected one value per key")
+    _check_qkv_sizes(qa, ka, va)
     if broadcast_shape(qa.shape[:-3], ka.shape[:-3], va.shape[:-3]) is None:
         raise ValueError(f"the leading (batch) axes before the heads do not broadcast: q "
                          f"{qa.shape[:-3]}, k {ka.shape[:-3]}, v {va.shape[:-3]}; expected "

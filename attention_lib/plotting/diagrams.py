@@ -266,12 +266,7 @@ _HEADS = ("orange", "sky", "green", "purple")  # one colour per head
 
 
 def head_split_flow(
-    n: int,
-    d_model: int,
-    num_heads: int,
-    *,
-    ax: Axes | None = None,
-    title: str | None = None,
+    n: int, d_model: int, num_heads: int, *, ax: Axes | None = None, title: str | None = None,
 ) -> Axes:
     r"""Draw multi-head attention as shapes: split into heads, attend, concatenate, project.
 
@@ -411,11 +406,7 @@ def head_split_flow(
 
 
 def kv_cache_step(
-    t: int,
-    d_k: int,
-    d_v: int | None = None,
-    *,
-    ax: Axes | None = None,
+    t: int, d_k: int, d_v: int | None = None, *, ax: Axes | None = None,
     title: str | None = None,
 ) -> Axes:
     r"""Draw one step of causal generation with a key/value cache, with its shapes.

@@ -115,9 +115,7 @@ def saturation_grid(
     *,
     scales: ArrayLike = (1, 3, 10, 30),
     d_ks: ArrayLike = (1, 8, 128, 1024),
-    d_k: int = 64,
-    n_keys: int = 8,
-    seed: int = 0,
+    d_k: int = 64, n_keys: int = 8, seed: int = 0,
 ) -> Figure:
     r"""Small multiples of :func:`attention_lib.controls.saturation_explorer`'s key positions.
 

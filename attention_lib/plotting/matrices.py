@@ -119,6 +119,7 @@ def attention_heatmap(
     Returns
     -------
     matplotlib.axes.Axes
+        ``ax``, or the axes of the new figure; its colour bar, if any, is beside it.
 
     Examples
     --------
@@ -150,15 +151,9 @@ def attention_heatmap(
 
 
 def weights_bar(
-    weights: ArrayLike,
-    labels: Sequence[str] | None = None,
-    *,
-    ax: Axes | None = None,
-    title: str | None = None,
-    highlight: int | None = None,
-    ylabel: str = "attention weight",
-    annotate: bool = True,
-    fmt: str = "{:.3f}",
+    weights: ArrayLike, labels: Sequence[str] | None = None, *, ax: Axes | None = None,
+    title: str | None = None, highlight: int | None = None, ylabel: str = "attention weight",
+    annotate: bool = True, fmt: str = "{:.3f}",
 ) -> Axes:
     """Bar chart of one row of attention weights, one bar per key.
 
@@ -179,6 +174,7 @@ def weights_bar(
     Returns
     -------
     matplotlib.axes.Axes
+        The chart's axes (``ax`` if given), one bar patch per key.
 
     Examples
     --------
@@ -204,13 +200,9 @@ def weights_bar(
 
 
 def mask_heatmap(
-    mask: ArrayLike,
-    query_labels: Sequence[str] | None = None,
-    key_labels: Sequence[str] | None = None,
-    *,
-    ax: Axes | None = None,
-    title: str | None = "Mask",
-    form: str = "additive",
+    mask: ArrayLike, query_labels: Sequence[str] | None = None,
+    key_labels: Sequence[str] | None = None, *, ax: Axes | None = None,
+    title: str | None = "Mask", form: str = "additive",
 ) -> Axes:
     """Draw a boolean attention mask: visible cells light, hidden cells dark.
 
@@ -219,10 +211,10 @@ def mask_heatmap(
     mask : array_like of bool, shape (n_q, n_k)
         True where the query (row) may attend to the key (column).
     query_labels, key_labels : sequence of str, optional
-        Tokens for the rows (queries) and columns (keys).
     ax : matplotlib Axes, optional
-        Where to draw; a new figure is made when omitted.
-    title : str or None
+    title : str or None, default "Mask"
+        As in :func:`attention_heatmap`: the tokens of the rows and columns, where to
+        draw, the title.
     form : {"additive", "bool"}, default "additive"
         How each cell is labelled: ``"additive"`` writes the number added to
         the score (``0`` visible, ``-inf`` hidden), ``"bool"`` writes
@@ -231,6 +223,7 @@ def mask_heatmap(
     Returns
     -------
     matplotlib.axes.Axes
+        The mask's axes (``ax`` if given), one text per cell.
 
     Examples
     --------

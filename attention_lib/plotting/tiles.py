@@ -18,13 +18,8 @@ __all__ = ["causal_tiles"]
 
 
 def causal_tiles(
-    scores: ArrayLike,
-    block_size: int | tuple[int, int],
-    *,
-    query_block: int = -1,
-    digits: int = 2,
-    ax: Axes | None = None,
-    title: str | None = None,
+    scores: ArrayLike, block_size: int | tuple[int, int], *, query_block: int = -1,
+    digits: int = 2, ax: Axes | None = None, title: str | None = None,
 ) -> Axes:
     r"""Draw the tiles of a causal online softmax and one query block's running state.
 
@@ -51,9 +46,9 @@ def causal_tiles(
     digits : int, default 2
         Decimals of ``m`` and ``l``.
     ax : matplotlib Axes, optional
-        Where to draw; a new figure (7 inches wide) is made when omitted.
     title : str or None, optional
-        Defaults to a sentence with the sizes; "" draws none.
+        Where to draw (a new figure 7 inches wide when omitted) and the title (by
+        default a sentence with the sizes; "" draws none).
 
     Returns
     -------
