@@ -10,7 +10,7 @@ import numpy as np
 
 from .core import real_number
 
-__all__ = ["check_betas", "float_dtype", "non_empty", "positive_scale"]
+__all__ = ["check_betas", "float_dtype", "non_empty", "positive_scale", "sentence_list"]
 
 
 def check_betas(betas: Any, name: str = "betas") -> tuple[float, float]:
@@ -68,4 +68,29 @@ def non_empty(items: Any, name: str, what: str) -> list[Any]:
     items = list(items)
     if not items:
         raise ValueError(f"{name} is empty; expected at least one {what}")
+    return items
+
+
+def sentence_list(items: Any, name: str, single: str) -> list[str]:
+    """A non-empty list of sentences, each a str, or an error naming ``name``.
+
+    A lone str is refused (it is one sentence, not a list of them): ``single`` says which
+    method takes one.
+
+    Examples
+    --------
+    >>> sentence_list(("a b", "c"), "sentences", "predict")
+    ['a b', 'c']
+    >>> sentence_list("a b", "sentences", "predict")
+    Traceback (most recent call last):
+        ...
+    TypeError: sentences='a b'; expected a list of str (predict takes one sentence)
+    """
+    if isinstance(items, str):
+        raise TypeError(f"{name}={items!r}; expected a list of str ({single} takes one "
+                        "sentence)")
+    items = non_empty(items, name, "sentence")
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"sentence={item!r}; expected a str of words separated by spaces")
     return items

@@ -36,7 +36,7 @@ from ..linear_attention import _elu_plus_one, linear_attention
 from ..masks import sliding_window_mask
 from ..positions import apply_rotary
 from .hooks import Hooks, replacement, run_hook
-from .layers import linear_backward
+from .layers import linear_backward, matmul
 
 __all__: list[str] = []
 
@@ -58,8 +58,10 @@ def merge(x: np.ndarray) -> np.ndarray:
 
 def _project(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, m: str) -> np.ndarray:
     bias = p.get(prefix + f"b_{m}")
-    y = x @ p[prefix + f"w_{m}"]
-    return y if bias is None else y + bias
+    y = matmul(x, p[prefix + f"w_{m}"])
+    if bias is not None:
+        y += bias
+    return y
 
 
 def allowed_keys(n_q: int, n_k: int, *, causal: bool, window: int | None,

@@ -86,14 +86,15 @@ def check_hooks(hooks: Any, config: GPTConfig) -> dict[str, Hook] | None:
     if not isinstance(hooks, Mapping):
         raise TypeError(f"hooks is {type(hooks).__name__}; expected a dict "
                         "{site: function} (see hook_sites)")
-    sites = set(hook_sites(config))
-    for site, fn in hooks.items():
-        if site not in sites:
-            raise ValueError(f"hooks has the site {site!r}, which this model does not have; "
-                             f"expected sites of hook_sites(config), e.g. {sorted(sites)[:4]}")
-        if not callable(fn):
-            raise TypeError(f"hooks[{site!r}] is {type(fn).__name__}; expected a function of "
-                            "one array")
+    sites = hook_sites(config)
+    unknown = [site for site in hooks if site not in sites]
+    if unknown:
+        raise ValueError(f"hooks has the site {unknown[0]!r}, which this model does not have; "
+                         f"expected sites of hook_sites(config), e.g. {sites[:4]}")
+    not_callable = {site: fn for site, fn in hooks.items() if not callable(fn)}
+    for site, fn in not_callable.items():
+        raise TypeError(f"hooks[{site!r}] is {type(fn).__name__}; expected a function of one "
+                        "array")
     return dict(hooks) or None
 
 

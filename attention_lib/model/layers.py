@@ -109,13 +109,19 @@ def norm_backward(kind: str, dy: np.ndarray, saved: tuple, name: str,
 # --------------------------------------------------------------------------- linear maps
 
 
+def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``x @ w`` for rows ``x`` (..., n_in) and a matrix ``w`` (n_in, n_out), as one matrix
+    product over every row (numpy would loop over the leading axes, slower)."""
+    return (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[-1])
+
+
 def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray,
                                                                          np.ndarray,
                                                                          np.ndarray]:
     """For ``y = x @ w + b`` over (..., n_in): ``(dx, dw, db)``."""
     x2 = _rows(x)  # (rows, n_in)
     dy2 = _rows(dy)  # (rows, n_out)
-    return dy @ w.T, x2.T @ dy2, dy2.sum(axis=0)
+    return matmul(dy, w.T), x2.T @ dy2, dy2.sum(axis=0)
 
 
 # --------------------------------------------------------------------------- activations
@@ -184,19 +190,21 @@ def feed_forward_forward(kind: str, x: np.ndarray, p: dict[str, np.ndarray], pre
     and ``site + ".out"`` may read or replace it and the output.
     """
     if kind == "swiglu":
-        gate = x @ p[prefix + "w_gate"]  # (..., f)
-        up = x @ p[prefix + "w_up"]  # (..., f)
+        gate = matmul(x, p[prefix + "w_gate"])  # (..., f)
+        up = matmul(x, p[prefix + "w_up"])  # (..., f)
         sig = silu_gate(gate)
         act = gate * sig * up  # SiLU(gate) * up
         act_saved: tuple = (gate, up, sig)
         second, bias = p[prefix + "w_down"], None
     else:
-        hidden = x @ p[prefix + "w1"] + p[prefix + "b1"]  # (..., f)
+        hidden = matmul(x, p[prefix + "w1"]) + p[prefix + "b1"]  # (..., f)
         act, act_saved = (gelu_forward if kind == "gelu" else relu_forward)(hidden)
         second, bias = p[prefix + "w2"], p[prefix + "b2"]
     if hooks is not None:
         act = run_hook(hooks, site + ".hidden", act)
-    out = act @ second if bias is None else act @ second + bias  # (..., d)
+    out = matmul(act, second)  # (..., d)
+    if bias is not None:
+        out += bias
     if hooks is not None:
         out = run_hook(hooks, site + ".out", out)
     return out, (x, act, act_saved)

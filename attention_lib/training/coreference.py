@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import index, non_empty, one_of, positive_int, positive_scale
+from .._validation import index, non_empty, one_of, positive_int, positive_scale, sentence_list
 from ..attention import scaled_scores
 from ..masks import padding_mask
 from ..model.config import GPTConfig, check_head_mask
@@ -263,19 +263,6 @@ def coreference_loss_and_grads(params: dict[str, np.ndarray], config: GPTConfig,
     return loss, grads
 
 
-def _sentences(sentences: Any) -> list[str]:
-    """A list of sentences, each a str (a lone str is refused: it is not a list)."""
-    if isinstance(sentences, str):
-        raise TypeError(f"sentences={sentences!r}; expected a list of str (the methods "
-                        "without _many take one sentence)")
-    sentences = list(sentences)
-    for sentence in sentences:
-        if not isinstance(sentence, str):
-            raise TypeError(f"sentence={sentence!r}; expected a str of words separated by "
-                            "spaces")
-    return sentences
-
-
 @dataclass
 class CoreferenceModel:
     """A coreference encoder: what "it" refers to, and where "it" looks.
@@ -357,7 +344,7 @@ class CoreferenceModel:
 
     def _run(self, sentences: Sequence[str], head_mask: Any, force: Any
              ) -> tuple[np.ndarray, list[np.ndarray], CoreferenceBatch]:
-        batch = self.encode(non_empty(_sentences(sentences), "sentences", "sentence"))
+        batch = self.encode(sentence_list(sentences, "sentences", "the methods without _many"))
         mask = check_head_mask(head_mask, self.config, np.dtype(np.float64))
         hooks = merge_hooks(None if mask is None else head_scale_hooks(mask),
                             self._force(batch, force))
@@ -386,7 +373,7 @@ class CoreferenceModel:
                      force: Any = None) -> list[str]:
         """The referent the model names for each sentence (arguments of
         :meth:`probabilities`)."""
-        sentences = _sentences(sentences)
+        sentences = sentence_list(sentences, "sentences", "the methods without _many")
         p = self.probabilities(sentences, head_mask=head_mask, force=force)
         return [self.candidates(s)[int(row[1] > row[0])]
                 for s, row in zip(sentences, p, strict=True)]

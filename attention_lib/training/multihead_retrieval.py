@@ -57,8 +57,9 @@ from ..masks import sliding_window_mask
 from ..model.layers import embedding_backward
 from ..model.loss import cross_entropy
 from ..model.readout import readout_backward, readout_forward
-from .data import RetrievalData, _retrieval_sizes, make_retrieval_data
+from .data import RetrievalData, _retrieval_sizes
 from .loop import Task, TrainingResult, _sized_shapes, init_params, train
+from .retrieval import retrieval_sampler
 
 __all__ = ["multihead_retrieval_forward", "multihead_retrieval_loss_and_grads",
            "multihead_retrieval_task", "train_multihead_retrieval"]
@@ -240,6 +241,7 @@ def multihead_retrieval_loss_and_grads(
 
     Examples
     --------
+    >>> from attention_lib.training import make_retrieval_data
     >>> data = make_retrieval_data(4, rng=np.random.default_rng(0))
     >>> params = train_multihead_retrieval(seed=0, steps=1).initial_params
     >>> loss, grads = multihead_retrieval_loss_and_grads(params, data)
@@ -336,9 +338,7 @@ def multihead_retrieval_task(
                           "w_out": ("he", "fc"), "b_out": ("fc",)}, **sizes)
     shapes = _sized_shapes(MULTIHEAD_SHAPES, **sizes)
 
-    def make_data(n: int, rng: np.random.Generator) -> RetrievalData:
-        return make_retrieval_data(n, n_pairs=n_pairs, n_keys=n_keys, n_values=n_codes,
-                                   rng=rng)
+    make_data = retrieval_sampler(n_pairs, n_keys, n_codes)
 
     def init(rng: np.random.Generator) -> dict[str, np.ndarray]:
         params = init_params(flat, rng)
@@ -364,23 +364,10 @@ def multihead_retrieval_task(
 
 
 def train_multihead_retrieval(
-    *,
-    seed: int = 0,
-    n_heads: int = 4,
-    n_kv_heads: int | None = None,
-    d_head: int = 4,
-    attention: str = "softmax",
-    window: int | None = None,
-    n_pairs: int = 6,
-    n_keys: int = 8,
-    n_values: int = 8,
-    n_symbols: int = 1,
-    d_model: int = 16,
-    steps: int = 1500,
-    batch_size: int = 64,
-    lr: float = 0.02,
-    n_train: int = 4000,
-    n_test: int = 1000,
+    *, seed: int = 0, n_heads: int = 4, n_kv_heads: int | None = None, d_head: int = 4,
+    attention: str = "softmax", window: int | None = None, n_pairs: int = 6, n_keys: int = 8,
+    n_values: int = 8, n_symbols: int = 1, d_model: int = 16, steps: int = 1500,
+    batch_size: int = 64, lr: float = 0.02, n_train: int = 4000, n_test: int = 1000,
 ) -> TrainingResult:
     r"""Train the multi-head soft dictionary (query heads sharing key/value heads) from ``seed``.
 

@@ -14,8 +14,10 @@ answer is the value stored with it. The query attends over the pairs:
 
 from __future__ import annotations
 
+import functools
 import math
 import string
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -157,6 +159,16 @@ def _check_data(data: RetrievalData, dims: dict[str, int], n_values: int | None 
     index_array(data.answer, n_values, "data.answer", ndim=1)
 
 
+def retrieval_sampler(n_pairs: int, n_keys: int, n_values: int
+                      ) -> Callable[[int, np.random.Generator], RetrievalData]:
+    """A task's ``make_data``: ``n`` soft-dictionary sequences of these sizes from ``rng``."""
+    return functools.partial(_draw, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values)
+
+
+def _draw(n: int, rng: np.random.Generator, **sizes: int) -> RetrievalData:
+    return make_retrieval_data(n, rng=rng, **sizes)
+
+
 def retrieval_task(
     *, n_pairs: int = 6, n_keys: int = 8, n_values: int = 8, d_model: int = 16, d_k: int = 16,
     tie_kv: bool = False,
@@ -193,9 +205,7 @@ def retrieval_task(
     shapes = _sized_shapes(RETRIEVAL_SHAPES, n_keys=n_keys, n_values=n_values, d=d_model,
                           d_k=d_k, d_v=d_k)
 
-    def make_data(n: int, rng: np.random.Generator) -> RetrievalData:
-        return make_retrieval_data(n, n_pairs=n_pairs, n_keys=n_keys, n_values=n_values,
-                                   rng=rng)
+    make_data = retrieval_sampler(n_pairs, n_keys, n_values)
 
     def init(rng: np.random.Generator) -> dict[str, np.ndarray]:
         params = init_params(shapes, rng)
@@ -222,19 +232,9 @@ def retrieval_task(
 
 
 def train_retrieval(
-    *,
-    seed: int = 0,
-    n_pairs: int = 6,
-    n_keys: int = 8,
-    n_values: int = 8,
-    d_model: int = 16,
-    d_k: int = 16,
-    steps: int = 1500,
-    batch_size: int = 64,
-    lr: float = 0.02,
-    n_train: int = 4000,
-    n_test: int = 1000,
-    tie_kv: bool = False,
+    *, seed: int = 0, n_pairs: int = 6, n_keys: int = 8, n_values: int = 8, d_model: int = 16,
+    d_k: int = 16, steps: int = 1500, batch_size: int = 64, lr: float = 0.02,
+    n_train: int = 4000, n_test: int = 1000, tie_kv: bool = False,
 ) -> TrainingResult:
     r"""Build the soft-dictionary data from ``seed``, train the one-head model, evaluate it.
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import non_empty, one_of, positive_int, positive_scale
+from .._validation import non_empty, one_of, positive_int, positive_scale, sentence_list
 from ..masks import padding_mask
 from ..model.config import GPTConfig, check_head_mask
 from ..model.hooks import head_scale_hooks
@@ -193,14 +193,6 @@ def _ids(words: Sequence[str], vocabulary: dict[str, int], name: str, text: str,
     return [vocabulary[w] for w in words]
 
 
-def _sources(sources: Any) -> list[str]:
-    """A list of source sentences (a lone str is refused: it is not a list)."""
-    if isinstance(sources, str):
-        raise TypeError(f"sources={sources!r}; expected a list of str (translate takes one "
-                        "sentence)")
-    return list(sources)
-
-
 def _encode(sources: Sequence[str], targets: Sequence[str] | None) -> TranslationBatch:
     src_vocab, tgt_vocab = ({w: i for i, w in enumerate(v)} for v in vocabularies())
     n = len(sources)
@@ -321,7 +313,7 @@ class TranslationModel:
                        cross_head_mask: Any = None) -> list[str]:
         """Greedy decoding of each source sentence: from the start mark, the most probable
         next word (or the end mark), again and again, until the end mark or seven words."""
-        batch = _encode(non_empty(_sources(sources), "sources", "sentence"), None)
+        batch = _encode(sentence_list(sources, "sources", "translate"), None)
         hooks = self._hooks(cross_head_mask)
         tgt_vocab = vocabularies()[1]
         eos = tgt_vocab.index(EOS)
