@@ -1,5 +1,5 @@
 /* The coreference explorer: the sentence of the four lists through the trained encoder
-   (transformer.js), the logits of its two nouns read at "it" as
+   (model.js), the logits of its two nouns read at "it" as
    attention_lib.CoreferenceModel.probabilities reads them, and the weights from "it". */
 const CFG = DATA("config"), VOCAB = DATA("vocabulary"), FRAME = DATA("frame");
 const NOUNS = DATA("nouns"), CLASSES = DATA("classes"), HELD_OUT = DATA("heldOut");
@@ -7,6 +7,8 @@ const MESSAGES = DATA("messages");
 const lists = { first: $(".lc-first"), verb: $(".lc-verb"), second: $(".lc-second"),
                 adjective: $(".lc-adjective") };
 const error = $(".lc-error"), status = $(".lc-status"), out = $(".lc-result");
+const loadWeights = weightsLoader($(".lc-blob"), DATA("layout"), 4, MESSAGES);
+let W = null;            // parameters by name: {shape, data: Float64Array}
 /* where the sentence stands, as attention_lib.controls.coreference.sentence_status */
 function where(w) {
   const has = (list, x) => CLASSES[list].includes(x);
@@ -21,15 +23,10 @@ function resolve(w) {
   const words = fillText(FRAME, w).split(" ");
   const ids = words.map((x) => VOCAB.indexOf(x));
   const it = words.indexOf("it");
-  const enc = encoderForward(ids, "", CFG);
+  const enc = stack(W, CFG, ids);
   const nouns = words.filter((x) => NOUNS.includes(x));
-  const wte = W.wte, d = wte.shape[1], h = enc.final[it];
-  const logits = nouns.map((x) => {
-    const id = VOCAB.indexOf(x); let s = 0;
-    for (let i = 0; i < d; i++) { s += h[i] * wte.data[id * d + i]; }
-    return s;
-  });
-  return { words: words, it: it, nouns: nouns, p: softmax(logits), weights: enc.weights };
+  const logits = tiedLogits(W, CFG, enc.final[it], nouns.map((x) => VOCAB.indexOf(x)));
+  return { words: words, it: it, nouns: nouns, p: softmax(logits), weights: enc.self };
 }
 function render(w, r) {
   const answer = r.nouns[r.p[1] > r.p[0] ? 1 : 0];
@@ -68,14 +65,11 @@ async function update() {
   }
   error.textContent = "";
   nounLists.forEach((el) => el.removeAttribute("aria-invalid"));
-  if (!W) {
-    status.textContent = MESSAGES.loading;
-    try { await loadWeights(); } catch (e) { status.textContent = String(e.message || e); return; }
-  }
+  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
   if (mine !== latest) { return; }
+  out.hidden = !W;  // without the weights, nothing the lists say can be shown
+  if (!W) { return; }
   render(w, resolve(w));
-  status.textContent = "";
-  out.hidden = false;
   root.dataset.shown = JSON.stringify(w);
 }
 activate();

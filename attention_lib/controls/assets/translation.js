@@ -1,13 +1,16 @@
 /* The translation explorer: the sentence of the lists through the trained encoder, then
-   greedy decoding with the decoder (transformer.js), as attention_lib.TranslationModel.translate
-   does it; the grammar's translation as attention_lib.translate_by_rule makes it. */
+   greedy decoding with the decoder, one word at a time with a key-value cache (model.js), as
+   attention_lib.TranslationModel.translate does it; the grammar's translation as
+   attention_lib.translate_by_rule makes it. */
 const CONFIGS = DATA("configs"), SRC = DATA("sourceVocabulary"), TGT = DATA("targetVocabulary");
 const LEXICON = DATA("lexicon"), VERBS = DATA("verbs"), ADJECTIVES = DATA("adjectives");
 const HELD_OUT = DATA("heldOut"), SLOTS = DATA("slots"), NONE = DATA("none");
 const MAX_WORDS = DATA("maxWords"), MESSAGES = DATA("messages");
 const BOS = TGT.indexOf("<s>"), EOS = TGT.indexOf("</s>");
 const lists = SLOTS.map((name) => $(".lc-" + name)), headList = $(".lc-head");
-const status = $(".lc-status"), out = $(".lc-result");
+const error = $(".lc-error"), status = $(".lc-status"), out = $(".lc-result");
+const loadWeights = weightsLoader($(".lc-blob"), DATA("layout"), 4, MESSAGES);
+let W = null;            // parameters by name: {shape, data: Float64Array}
 /* the grammar's translation: det noun [adj], det noun [adj], verb */
 function byRule(words) {
   const verbAt = words.findIndex((w) => VERBS.includes(w)), order = [];
@@ -26,17 +29,23 @@ function pairsNote(slots) {
     .map((p) => p[0] + " " + p[1]);
   return unseen.length ? fillText(MESSAGES.unseen, { pairs: unseen.join(", ") }) : MESSAGES.seen;
 }
+/* Greedy decoding: from the start mark, the most probable next word (or the end mark), one
+   position at a time, each reading the cache of the positions before; the words and the
+   cross-attention weights [layer][head][word][source word] of the positions that wrote them. */
 function translate(words) {
-  const memory = encoderForward(words.map((w) => SRC.indexOf(w)), "enc.", CONFIGS[0]).final;
-  const ids = [BOS];
+  const [enc, dec] = CONFIGS, cache = newCache(dec);
+  const memory = stack(W, enc, words.map((w) => SRC.indexOf(w))).final;
+  const ids = [BOS], cross = Array.from({ length: dec.n_layers },
+                                        () => Array.from({ length: dec.n_heads }, () => []));
   for (let step = 0; step < MAX_WORDS; step++) {
-    const z = decoderForward(ids, memory, "dec.", CONFIGS[1]).logits[step];
+    const r = stack(W, dec, [ids[step]], { start: step, cache: cache, memory: memory });
+    const z = tiedLogits(W, dec, r.final[0]);
     let best = EOS;
     for (let v = EOS + 1; v < z.length; v++) { if (z[v] > z[best]) { best = v; } }
     if (best === EOS) { break; }
     ids.push(best);
+    r.cross.forEach((layer, l) => layer.forEach((head, h) => { cross[l][h].push(head[0]); }));
   }
-  const cross = ids.length > 1 ? decoderForward(ids, memory, "dec.", CONFIGS[1]).cross : null;
   return { said: ids.slice(1).map((i) => TGT[i]), cross: cross };
 }
 let run = null;
@@ -61,16 +70,15 @@ let latest = 0;  // a later pick wins over one still waiting for the weights
 async function update() {
   const mine = ++latest, slots = {};
   SLOTS.forEach((name, k) => { slots[name] = lists[k].value; });
-  if (!W) {
-    status.textContent = MESSAGES.loading;
-    try { await loadWeights(); } catch (e) { status.textContent = String(e.message || e); return; }
-  }
+  error.textContent = "";
+  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
   if (mine !== latest) { return; }
+  out.hidden = !W;  // without the weights, nothing the lists say can be shown
+  if (!W) { return; }
   const source = SLOTS.map((name) => slots[name]).filter((w) => w !== NONE);
   const t = translate(source);
   run = { slots: slots, source: source, said: t.said, cross: t.cross };
   draw();
-  status.textContent = "";
   root.dataset.translation = t.said.join(" ");
 }
 activate();
