@@ -86,17 +86,18 @@ function weightsLoader(blob, layout, width, messages) {
   };
 }
 /* The weights from `load`, saying "loading" in `status` meanwhile; if they cannot be had, the
-   reason goes to `error` and the result is null. */
+   reason goes to `error` (until they load) and the result is null. */
 async function weightsOrSay(load, status, error, messages) {
   status.textContent = messages.loading;
   try {
     const W = await load();
-    status.textContent = "";
+    if (error.textContent === error.dataset.weightsError) { error.textContent = ""; }
     return W;
   } catch (e) {
-    status.textContent = "";
-    error.textContent = String(e.message || e);
+    error.textContent = error.dataset.weightsError = String(e.message || e);
     return null;
+  } finally {
+    status.textContent = "";
   }
 }
 
