@@ -57,6 +57,7 @@ def causal_stepper(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows step ``start``, computed here.
 
     Notes
     -----

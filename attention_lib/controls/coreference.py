@@ -21,7 +21,6 @@ from .element import (
     WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
     engine_config,
     fmt,
     heat_cell,
@@ -187,7 +186,7 @@ def coreference_explorer(
 <p class="lc-error" role="status" aria-live="polite"></p>
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result" data-probabilities="{html.escape(str(p.tolist()))}">{result}</div>
-{blob_markup("coreference", blob)}"""
+{blob.markup("coreference")}"""
     data = {"config": engine_config(model.config, causal=False), "layout": blob.layout,
             "vocabulary": list(model.vocabulary), "frame": co.FRAME,
             "nouns": list(co.AGENTS + co.PLACES),

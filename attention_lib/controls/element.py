@@ -342,6 +342,15 @@ class Weights:
     def check(self) -> dict[str, Any]:
         return {"bytes": len(self.raw), "crc32": f"{zlib.crc32(self.raw):08x}"}
 
+    def markup(self, kind: str) -> str:
+        """The element that carries them: a script that never runs (its type is not
+        JavaScript), with their length and CRC-32. The website's build moves its content into
+        a file of its own, which the page checks against them before it decodes anything."""
+        check = self.check
+        return (f'<script type="application/octet-stream" class="lc-blob" data-blob="{kind}" '
+                f'data-bytes="{check["bytes"]}" data-crc32="{check["crc32"]}">\n'
+                f"{self.encoded}</script>")
+
 
 def pack_weights(params: Mapping[str, Any], names: Sequence[str], width: int,
                  why: str = "") -> Weights:
@@ -396,16 +405,6 @@ spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
 </div></div>
 <p class="lc-hint" id="{ident}-rules">{html.escape(rules)}</p>
 <p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>"""
-
-
-def blob_markup(kind: str, weights: Weights) -> str:
-    """The element that carries the weights: a script that never runs (its type is not
-    JavaScript), with their length and CRC-32; the website's build moves its content into a
-    file of its own, which the page checks against them before it decodes anything."""
-    check = weights.check
-    return (f'<script type="application/octet-stream" class="lc-blob" data-blob="{kind}" '
-            f'data-bytes="{check["bytes"]}" data-crc32="{check["crc32"]}">\n'
-            f"{weights.encoded}</script>")
 
 
 def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,

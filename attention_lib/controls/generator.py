@@ -30,7 +30,6 @@ from .element import (
     WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
     dark,
     engine_config,
     fill,
@@ -238,7 +237,7 @@ value="{pos}" disabled>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on the
 last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{_head_rows(chars, weights, pos)}</tbody></table>
-{blob_markup("book-gpt", blob)}"""
+{blob.markup("book-gpt")}"""
     alt = ("type a prompt and pick a temperature; the trained model continues it in the page, "
            "and each attention head's weights from a chosen character are shaded")
     state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "

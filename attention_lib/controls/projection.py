@@ -60,6 +60,7 @@ def projection_scale_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the weights at ``scale``, computed here.
 
     Notes
     -----

@@ -64,6 +64,7 @@ def query_picker(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the query ``query``, computed here.
 
     Notes
     -----

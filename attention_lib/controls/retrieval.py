@@ -207,6 +207,8 @@ def retrieval_playground(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the model's answer to ``sequence``, computed
+        here.
 
     Notes
     -----

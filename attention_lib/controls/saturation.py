@@ -77,6 +77,8 @@ def saturation_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the row ``start`` at the scale ``scale``,
+        computed here.
 
     Notes
     -----

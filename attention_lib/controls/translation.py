@@ -20,7 +20,6 @@ from .element import (
     WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
     dark,
     engine_config,
     fill,
@@ -155,6 +154,8 @@ def translation_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the library's translation of ``source`` and
+        the head ``head``.
 
     Notes
     -----
@@ -201,7 +202,7 @@ def translation_explorer(
 <p class="lc-error" role="status" aria-live="polite"></p>
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result">{_result(model, slots, head)}</div>
-{blob_markup("translation", blob)}"""
+{blob.markup("translation")}"""
     data = {"configs": [engine_config(model.configs[0], prefix="enc.", causal=False),
                         engine_config(dec, prefix="dec.", cross=True)],
             "layout": blob.layout, "source_vocabulary": list(src_vocab),

@@ -6,9 +6,8 @@ const NOUNS = DATA("nouns"), CLASSES = DATA("classes"), HELD_OUT = DATA("heldOut
 const MESSAGES = DATA("messages");
 const lists = { first: $(".lc-first"), verb: $(".lc-verb"), second: $(".lc-second"),
                 adjective: $(".lc-adjective") };
-const error = $(".lc-error"), status = $(".lc-status"), out = $(".lc-result");
-const loadWeights = weightsLoader($(".lc-blob"), DATA("layout"), 4, MESSAGES);
-let W = null;            // parameters by name: {shape, data: Float64Array}
+const error = $(".lc-error"), out = $(".lc-result");
+const pick = onEachPick(4, MESSAGES, $(".lc-status"), error, out);
 /* where the sentence stands, as attention_lib.controls.coreference.sentence_status */
 function where(w) {
   const has = (list, x) => CLASSES[list].includes(x);
@@ -19,7 +18,7 @@ function where(w) {
   if (!cross && !chase) { return "none"; }
   return HELD_OUT.some((p) => p[0] === w.first && p[1] === w.second) ? "test" : "train";
 }
-function resolve(w) {
+function resolve(W, w) {
   const words = fillText(FRAME, w).split(" ");
   const ids = words.map((x) => VOCAB.indexOf(x));
   const it = words.indexOf("it");
@@ -52,25 +51,23 @@ function render(w, r) {
     status: MESSAGES[where(w)], table: fill("coref_table", { heads: heads.join(""), rows: rows.join("") }) });
   out.dataset.probabilities = JSON.stringify(r.p);
 }
-let latest = 0;  // a later pick wins over one still waiting for the weights
-async function update() {
-  const w = {}, mine = ++latest;
+function update() {
+  const w = {};
   Object.keys(lists).forEach((k) => { w[k] = lists[k].value; });
   const nounLists = [lists.first, lists.second];
   if (w.first === w.second) {
     error.textContent = MESSAGES.same;
     nounLists.forEach((el) => el.setAttribute("aria-invalid", "true"));
     out.hidden = true;
+    pick(null);
     return;
   }
   error.textContent = "";
   nounLists.forEach((el) => el.removeAttribute("aria-invalid"));
-  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
-  if (mine !== latest) { return; }
-  out.hidden = !W;  // without the weights, nothing the lists say can be shown
-  if (!W) { return; }
-  render(w, resolve(w));
-  root.dataset.shown = JSON.stringify(w);
+  pick((W) => {
+    render(w, resolve(W, w));
+    root.dataset.shown = JSON.stringify(w);
+  });
 }
 activate();
 Object.values(lists).forEach((el) => {

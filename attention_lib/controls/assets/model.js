@@ -100,6 +100,23 @@ async function weightsOrSay(load, status, error, messages) {
     status.textContent = "";
   }
 }
+/* For a control that computes when the reader picks something: its lc-blob's weights
+   (numbers of `width` bytes) load on the first pick. Returns pick(compute): compute(W) runs
+   once the weights are here, unless a later pick came meanwhile (the later one wins;
+   pick(null) only drops an earlier one); without the weights `error` says why and `out` is
+   hidden. */
+function onEachPick(width, messages, status, error, out) {
+  const load = weightsLoader($(".lc-blob"), DATA("layout"), width, messages);
+  let W = null, latest = 0;
+  return async (compute) => {
+    const mine = ++latest;
+    if (!compute) { return; }
+    W = W || await weightsOrSay(load, status, error, messages);
+    if (mine !== latest) { return; }
+    out.hidden = !W;
+    if (W) { compute(W); }
+  };
+}
 
 /* --- the layers -------------------------------------------------------------------------- */
 

@@ -8,9 +8,8 @@ const HELD_OUT = DATA("heldOut"), SLOTS = DATA("slots"), NONE = DATA("none");
 const MAX_WORDS = DATA("maxWords"), MESSAGES = DATA("messages");
 const BOS = TGT.indexOf("<s>"), EOS = TGT.indexOf("</s>");
 const lists = SLOTS.map((name) => $(".lc-" + name)), headList = $(".lc-head");
-const error = $(".lc-error"), status = $(".lc-status"), out = $(".lc-result");
-const loadWeights = weightsLoader($(".lc-blob"), DATA("layout"), 4, MESSAGES);
-let W = null;            // parameters by name: {shape, data: Float64Array}
+const out = $(".lc-result");
+const pick = onEachPick(4, MESSAGES, $(".lc-status"), $(".lc-error"), out);
 /* the grammar's translation: det noun [adj], det noun [adj], verb */
 function byRule(words) {
   const verbAt = words.findIndex((w) => VERBS.includes(w)), order = [];
@@ -32,7 +31,7 @@ function pairsNote(slots) {
 /* Greedy decoding: from the start mark, the most probable next word (or the end mark), one
    position at a time, each reading the cache of the positions before; the words and the
    cross-attention weights [layer][head][word][source word] of the positions that wrote them. */
-function translate(words) {
+function translate(W, words) {
   const [enc, dec] = CONFIGS, cache = newCache(dec);
   const memory = stack(W, enc, words.map((w) => SRC.indexOf(w))).final;
   const ids = [BOS], cross = Array.from({ length: dec.n_layers },
@@ -66,20 +65,16 @@ function draw() {
     pairs: pairsNote(run.slots), head: "layer " + (layer + 1) + ", head " + (head + 1),
     table: fill("tr_table", { heads: heads, rows: rows.join("") }) });
 }
-let latest = 0;  // a later pick wins over one still waiting for the weights
-async function update() {
-  const mine = ++latest, slots = {};
+function update() {
+  const slots = {};
   SLOTS.forEach((name, k) => { slots[name] = lists[k].value; });
-  error.textContent = "";
-  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
-  if (mine !== latest) { return; }
-  out.hidden = !W;  // without the weights, nothing the lists say can be shown
-  if (!W) { return; }
-  const source = SLOTS.map((name) => slots[name]).filter((w) => w !== NONE);
-  const t = translate(source);
-  run = { slots: slots, source: source, said: t.said, cross: t.cross };
-  draw();
-  root.dataset.translation = t.said.join(" ");
+  pick((W) => {
+    const source = SLOTS.map((name) => slots[name]).filter((w) => w !== NONE);
+    const t = translate(W, source);
+    run = { slots: slots, source: source, said: t.said, cross: t.cross };
+    draw();
+    root.dataset.translation = t.said.join(" ");
+  });
 }
 activate();
 lists.forEach((el) => { el.addEventListener("change", update); });
