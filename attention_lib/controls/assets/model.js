@@ -72,8 +72,9 @@ async function blobBytes(blob, messages) {
   }
   return new Uint8Array(await response.arrayBuffer());
 }
-/* A function that gives the weights of `blob` ({data-bytes, data-crc32}), loading and
-   checking them on the first call; after a failure the next call tries again. */
+/* A function that gives the weights of `blob`, loading them on the first call and checking
+   them against the layout and the blob's data-crc32; after a failure the next call tries
+   again. */
 function weightsLoader(blob, layout, width, messages) {
   let pending = null;
   return () => {
