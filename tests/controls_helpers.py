@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import html as html_lib
 import json
 import re
+import zlib
 from html.parser import HTMLParser
 
 import numpy as np
@@ -41,6 +43,31 @@ def texts(markup: str, cls: str) -> list[str]:
     return re.findall(rf'class="[^"]*\b{cls}\b[^"]*"[^>]*>([^<]*)<', static)
 
 
+def carried_weights(markup: str, params, dtype: str) -> dict:
+    """The weights an element carries (a data element of class lc-blob, or the induction
+    playground's data-weights), checked: every array is ``params``'s number for number, none
+    is left out, and the length and CRC-32 the element gives are those of the bytes (zlib's
+    CRC-32, not the page's). Returns the identity: ``{"bytes": ..., "crc32": ...}``."""
+    blob = re.search(r'<script type="application/octet-stream" class="lc-blob" data-blob="[\w-]+"'
+                     r' data-bytes="(\d+)" data-crc32="([0-9a-f]{8})">\n([A-Za-z0-9+/=]+)'
+                     r"</script>", markup)
+    if blob:
+        check, text = {"bytes": int(blob.group(1)), "crc32": blob.group(2)}, blob.group(3)
+    else:
+        check, text = data_json(markup, "weights-check"), data_json(markup, "weights")
+    raw = base64.b64decode(text)
+    assert check == {"bytes": len(raw), "crc32": f"{zlib.crc32(raw):08x}"}
+    numbers = np.frombuffer(raw, dtype=dtype)
+    layout = data_json(markup, "layout")
+    assert sorted(name for name, _, _ in layout) == sorted(params)
+    for name, shape, offset in layout:
+        size = int(np.prod(shape))
+        np.testing.assert_array_equal(
+            numbers[offset:offset + size].astype(np.float64).reshape(shape), params[name])
+    assert numbers.size == sum(np.size(a) for a in params.values())
+    return check
+
+
 def walkthrough_qkv():
     ex = al.examples.cat_sat_on()
     return ex, *al.project_qkv(ex.x, ex.w_q, ex.w_k, ex.w_v)
@@ -74,8 +101,8 @@ KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "ind
 SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
            "retrieval": ("retrieval.js",), "causal": ("causal.js",), "proj": ("projection.js",),
            "generator": ("model.js", "generator.js"), "induction": ("model.js", "induction.js"),
-           "coreference": ("model.js", "transformer.js", "coreference.js"),
-           "translation": ("model.js", "transformer.js", "translation.js")}
+           "coreference": ("model.js", "coreference.js"),
+           "translation": ("model.js", "translation.js")}
 
 
 @functools.cache

@@ -4,13 +4,12 @@ drives it in test_controls_browser.py.)"""
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 
 import numpy as np
 import pytest
-from controls_helpers import data_json, trained_models
+from controls_helpers import carried_weights, data_json, trained_models
 
 import attention_lib as al
 from attention_lib import controls
@@ -64,13 +63,7 @@ def test_the_status_follows_the_corpus():
 
 def test_the_element_carries_the_very_weights(model):
     markup = controls.coreference_explorer(model)._repr_html_()
-    blob = re.search(r'data-blob="coreference">\s*([A-Za-z0-9+/=]+)</script>', markup).group(1)
-    raw = np.frombuffer(base64.b64decode(blob), dtype="<f4")
-    for name, shape, offset in data_json(markup, "layout"):
-        size = int(np.prod(shape))
-        np.testing.assert_array_equal(raw[offset:offset + size].reshape(shape),
-                                      model.params[name])
-    assert raw.size == sum(a.size for a in model.params.values())
+    carried_weights(markup, model.params, "<f4")
     assert data_json(markup, "vocabulary") == list(model.vocabulary)
     held = data_json(markup, "held-out")
     assert ["animal", "street"] in held and all(

@@ -3,14 +3,13 @@ carries, its sampler and what it refuses. (Chromium drives it in test_controls_b
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 from dataclasses import replace
 
 import numpy as np
 import pytest
-from controls_helpers import data_json
+from controls_helpers import carried_weights, data_json
 
 import attention_lib as al
 from attention_lib import controls
@@ -67,15 +66,9 @@ def test_the_heads_shown_first_are_the_librarys_at_the_last_character(book):
 
 def test_the_element_carries_the_very_weights(book):
     markup = controls.text_generator(book)._repr_html_()
-    blob = re.search(r'data-blob="book-gpt">\s*([A-Za-z0-9+/=]+)\s*</script>', markup).group(1)
-    raw = np.frombuffer(base64.b64decode(blob), dtype="<f2")
+    carried_weights(markup, book.params, "<f2")
     layout = data_json(markup, "layout")
     assert [name for name, _, _ in layout] == list(al.gpt_parameter_shapes(book.config))
-    for name, shape, offset in layout:
-        size = int(np.prod(shape))
-        np.testing.assert_array_equal(
-            raw[offset:offset + size].astype(np.float32).reshape(shape), book.params[name])
-    assert raw.size == sum(a.size for a in book.params.values())
 
 
 @pytest.mark.parametrize("prompt, message", [

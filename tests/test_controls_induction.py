@@ -4,17 +4,17 @@ what it shows before its script runs, the weights it carries and what it refuses
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import re
 
 import numpy as np
 import pytest
-from controls_helpers import data_json, induction_model
+from controls_helpers import carried_weights, data_json, induction_model
 
 import attention_lib as al
 from attention_lib import controls
+from attention_lib.controls.element import WEIGHT_MESSAGES
 from attention_lib.controls.induction import MESSAGES
 
 
@@ -139,15 +139,11 @@ def test_the_weights_shown_first_are_the_librarys(model, sequence, position, mas
 def test_the_element_carries_the_very_weights(model):
     params, config = model
     markup = controls.induction_playground(params, config)._repr_html_()
-    raw = np.frombuffer(base64.b64decode(data_json(markup, "weights")), dtype="<f8")
+    carried_weights(markup, params, "<f8")
     layout = data_json(markup, "layout")
     assert [name for name, _, _ in layout] == list(al.gpt_parameter_shapes(config))
-    for name, shape, offset in layout:
-        size = int(np.prod(shape))
-        np.testing.assert_array_equal(raw[offset:offset + size].reshape(shape), params[name])
-    assert raw.size == sum(a.size for a in params.values())
     assert data_json(markup, "config")["positions"] == "rope"
-    assert data_json(markup, "messages") == MESSAGES
+    assert data_json(markup, "messages") == {**MESSAGES, **WEIGHT_MESSAGES}
 
 
 def test_models_and_settings_the_page_cannot_run_are_refused(model):

@@ -4,13 +4,12 @@ library's, the source is read by the grammar, the weights it carries, and what i
 
 from __future__ import annotations
 
-import base64
 import html
 import re
 
 import numpy as np
 import pytest
-from controls_helpers import data_json, trained_models
+from controls_helpers import carried_weights, data_json, trained_models
 
 import attention_lib as al
 from attention_lib import controls
@@ -59,12 +58,7 @@ def test_the_grammar_reads_the_source():
 
 def test_the_element_carries_the_very_weights(model):
     markup = controls.translation_explorer(model)._repr_html_()
-    blob = re.search(r'data-blob="translation">\s*([A-Za-z0-9+/=]+)</script>', markup).group(1)
-    raw = np.frombuffer(base64.b64decode(blob), dtype="<f4")
-    for name, shape, offset in data_json(markup, "layout"):
-        np.testing.assert_array_equal(raw[offset:offset + int(np.prod(shape))].reshape(shape),
-                                      model.params[name])
-    assert raw.size == sum(a.size for a in model.params.values())
+    carried_weights(markup, model.params, "<f4")
     assert data_json(markup, "lexicon")["dog"] == "kanu"
 
 

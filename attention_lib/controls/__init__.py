@@ -36,14 +36,18 @@ One module per control, its script beside it in ``assets/``:
   translates a sentence the reader builds from lists (:func:`parse_translation_source` reads
   one), and draws a cross-attention head against the gold alignment.
 
-The two trained models run in the page through ``assets/transformer.js``, the encoder and
-the decoder of :mod:`attention_lib.training.encoder_decoder` in JavaScript; their weights
-travel as float32 bytes (exact: the models round their weights to float32 numbers), in the
-element or, on the website, in a file of their own fetched when the reader first moves a
-list.
+The four controls that run a trained model (the generator, the induction playground and the
+two explorers) compute with one engine, ``assets/model.js``: attention, layer norm, the
+feed-forward network, the block, the stack and cached decoding, in double precision with the
+operations of :mod:`attention_lib.gpt.layers`. Their weights travel as bytes that hold the
+model's numbers exactly (float16 for the book's GPT, float32 for the trained encoder and
+translator, float64 for the induction model), with their length and CRC-32: in the element
+or, on the website, in a file of their own fetched when the reader first starts the control,
+which the page checks before decoding and refuses with a message if it is not the model's.
 
 ``element`` holds what they share: :class:`ControlElement`, the markup templates that Python
-and the scripts both fill, the number formatting and the range checks.
+and the scripts both fill, the number formatting, the range checks, and the weights and
+configuration the engine reads.
 """
 
 from __future__ import annotations

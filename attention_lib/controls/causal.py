@@ -10,15 +10,13 @@ from numpy.typing import ArrayLike
 from .._validation import as_real_array, displayable, positive_int
 from ..attention import scaled_dot_product_attention, scaled_scores
 from .element import (
-    TEMPLATES,
     ControlElement,
     assemble,
     bar_row,
-    check_title,
-    fill,
     floats,
     fmt,
     labels,
+    piece,
     uid,
     vec,
     weights_table,
@@ -59,6 +57,7 @@ def causal_stepper(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows step ``start``, computed here.
 
     Notes
     -----
@@ -91,15 +90,14 @@ def causal_stepper(
     t = positive_int(start, "start", what=f"a step from 1 to {n}")
     if t > n:
         raise ValueError(f"start={start}; expected a step from 1 to {n}")
-    title = check_title(title)
     scores = displayable(scaled_scores(q, k), "the scores q k^T / sqrt(d_k)")  # (n, n), unmasked
     out, weights = scaled_dot_product_attention(q, k, v, causal=True)
     data = {"tokens": names, "q": floats(q), "k": floats(k), "v": floats(v)}
     ident = uid("causal", data, t, title)
-    now = fill(TEMPLATES["step_now"], t=t, n=n, token=html.escape(names[t - 1]))
-    chips = "".join(fill(TEMPLATES["token_chip"], **_chip(j, x, t)) for j, x in enumerate(names))
-    cache = "".join(fill(TEMPLATES["cache_item"], j=j + 1, token=html.escape(names[j]),
-                         k=vec(k[j], 2), v=vec(v[j], 2)) for j in range(t))
+    now = piece("step_now", t=t, n=n, token=html.escape(names[t - 1]))
+    chips = "".join(piece("token_chip", **_chip(j, x, t)) for j, x in enumerate(names))
+    cache = "".join(piece("cache_item", j=j + 1, token=html.escape(names[j]),
+                          k=vec(k[j], 2), v=vec(v[j], 2)) for j in range(t))
     rows = "".join(bar_row(f"{j + 1} {html.escape(x)}", float(weights[t - 1, j]), 3,
                            fmt(scores[t - 1, j], 3) if j < t else "masked",
                            "" if j < t else "lc-off")

@@ -18,15 +18,14 @@ import numpy as np
 from ..training import coreference as co
 from ..training.coreference import CoreferenceModel
 from .element import (
-    HEAT_DARK_FROM,
-    TEMPLATES,
+    WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
-    check_title,
-    fill,
-    float32_blob,
+    engine_config,
     fmt,
+    heat_cell,
+    pack_weights,
+    piece,
     uid,
 )
 
@@ -40,7 +39,7 @@ MESSAGES = {
     "same": "pick two different nouns, so that “it” has two to choose from",
     "right": "the model is right",
     "wrong": "the model is wrong",
-    "loading": "Loading the weights...",
+    **WEIGHT_MESSAGES,
 }
 
 GROUPS = {
@@ -115,22 +114,20 @@ def _result(model: CoreferenceModel, words: dict[str, str]) -> tuple[str, np.nda
     answer = nouns[int(p[1] > p[0])]
     expected = nouns[0] if words["adjective"] in co.FIRST_ADJECTIVES else nouns[1]
     status = sentence_status(**words)
-    said = fill(TEMPLATES["coref_answer"], answer=html.escape(answer), p=fmt(p.max(), 2),
-                expected=html.escape(expected),
-                verdict=MESSAGES["right" if answer == expected else "wrong"])
+    said = piece("coref_answer", answer=html.escape(answer), p=fmt(p.max(), 2),
+                 expected=html.escape(expected),
+                 verdict=MESSAGES["right" if answer == expected else "wrong"])
     weights = model.it_weights(sentence)  # (L, h, n)
     n_layers, n_heads, _ = weights.shape
     rows = []
     for j, word in enumerate(sentence.split()):  # a row per word, a column per head
-        cells = "".join(fill(TEMPLATES["heat_cell"], w=fmt(w, 4), exact="", weight=fmt(w, 2),
-                             dark=" lc-dark" if w >= HEAT_DARK_FROM else "")
-                        for w in weights[:, :, j].ravel())
-        rows.append(fill(TEMPLATES["heat_row"], label=html.escape(word), cells=cells))
-    heads = "".join(fill(TEMPLATES["col_head"], word=f"L{layer + 1} H{head + 1}")
+        cells = "".join(heat_cell(w, 2) for w in weights[:, :, j].ravel())
+        rows.append(piece("heat_row", label=html.escape(word), cells=cells))
+    heads = "".join(piece("col_head", word=f"L{layer + 1} H{head + 1}")
                     for layer in range(n_layers) for head in range(n_heads))
-    table = fill(TEMPLATES["coref_table"], heads=heads, rows="".join(rows))
-    out = fill(TEMPLATES["coref_result"], sentence=html.escape(sentence), answer=said,
-               status=MESSAGES[status], table=table)
+    table = piece("coref_table", heads=heads, rows="".join(rows))
+    out = piece("coref_result", sentence=html.escape(sentence), answer=said,
+                status=MESSAGES[status], table=table)
     return out, p
 
 
@@ -181,18 +178,17 @@ def coreference_explorer(
     """
     words = {"first": first, "verb": verb, "second": second, "adjective": adjective}
     _check(model, words)
-    title = check_title(title)
-    layout, encoded = float32_blob(model.params, list(model.params))
-    ident = uid("coreference", model.config.as_dict(), encoded[:64], len(encoded), words, title)
+    blob = pack_weights(model.params, list(model.params), 4, "the trained models round to them")
+    ident = uid("coreference", model.config.as_dict(), blob.check, words, title)
     result, p = _result(model, words)
     selects = "".join(_select(ident, slot, value) for slot, value in words.items())
     body = f"""<div class="lc-controls">{selects}</div>
 <p class="lc-error" role="status" aria-live="polite"></p>
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result" data-probabilities="{html.escape(str(p.tolist()))}">{result}</div>
-{blob_markup("coreference", encoded)}"""
-    data = {"config": {"n_layers": model.config.n_layers, "n_heads": model.config.n_heads},
-            "layout": layout, "vocabulary": list(model.vocabulary), "frame": co.FRAME,
+{blob.markup("coreference")}"""
+    data = {"config": engine_config(model.config, causal=False), "layout": blob.layout,
+            "vocabulary": list(model.vocabulary), "frame": co.FRAME,
             "nouns": list(co.AGENTS + co.PLACES),
             "classes": {"agents": list(co.AGENTS), "places": list(co.PLACES),
                         "cross": list(co.CROSS_VERBS), "chase": list(co.CHASE_VERBS),
@@ -204,7 +200,7 @@ def coreference_explorer(
            "encoder names the noun 'it' refers to and shows its weights from 'it', in the page")
     state = f"the sentence {co.FRAME.format(**words)!r}"
     return assemble("coreference", ident, data, body,
-                    ("model.js", "transformer.js", "coreference.js"),
+                    ("model.js", "coreference.js"),
                     state=state, alt=alt, title=title,
                     templates=("coref_result", "coref_answer", "coref_table", "col_head",
                                "heat_row", "heat_cell"))

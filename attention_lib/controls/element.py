@@ -17,7 +17,9 @@ import hashlib
 import html
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -165,6 +167,23 @@ def fill(template: str, **values: Any) -> str:
     return _SLOT.sub(lambda m: str(values[m.group(1)]), template)
 
 
+def piece(name: str, **values: Any) -> str:
+    """The template ``name`` of :data:`TEMPLATES`, filled (the script's ``fill``).
+
+    Examples
+    --------
+    >>> piece("col_head", word="it")
+    '<th scope="col">it</th>'
+    """
+    return fill(TEMPLATES[name], **values)
+
+
+def dark(w: float) -> str:
+    """The class a cell shaded by weight ``w`` adds: ``" lc-dark"`` (white text) from
+    :data:`HEAT_DARK_FROM` on, else nothing."""
+    return " lc-dark" if w >= HEAT_DARK_FROM else ""
+
+
 def fmt(x: float, digits: int) -> str:
     """``x`` to ``digits`` decimals, as the script's ``fmt`` (no sign on a rounded zero)."""
     s = f"{float(x):.{digits}f}"
@@ -183,9 +202,9 @@ def bar_row(label: str, p: float, digits: int, score: str | None = None,
     Only rounded numbers go into the markup shown before the script runs, so that it does
     not depend on the last bits of a computation (the script adds the exact values).
     """
-    return fill(TEMPLATES["bar_row"], cls=cls, label=label, width=fmt(100 * p, 1),
-                exact="", weight=fmt(p, digits),
-                score="" if score is None else fill(TEMPLATES["score_cell"], score=score))
+    return piece("bar_row", cls=cls, label=label, width=fmt(100 * p, 1), exact="",
+                 weight=fmt(p, digits),
+                 score="" if score is None else piece("score_cell", score=score))
 
 
 def weights_table(rows: str, weight: str = "a") -> str:
@@ -196,10 +215,9 @@ def weights_table(rows: str, weight: str = "a") -> str:
             f'class="lc-num">{weight}</th></tr></thead>\n<tbody>{rows}</tbody></table>')
 
 
-def heat_cell(w: float) -> str:
-    """One heatmap cell of weight ``w``, from the template."""
-    return fill(TEMPLATES["heat_cell"], dark=" lc-dark" if w >= HEAT_DARK_FROM else "",
-                w=fmt(w, 4), exact="", weight=fmt(w, 3))
+def heat_cell(w: float, digits: int = 3) -> str:
+    """One heatmap cell of weight ``w`` (shown to ``digits`` decimals), from the template."""
+    return piece("heat_cell", dark=dark(w), w=fmt(w, 4), exact="", weight=fmt(w, digits))
 
 
 def to_attr(obj: Any) -> str:
@@ -225,6 +243,7 @@ def asset(name: str) -> str:
 
 
 def check_title(title: Any) -> str:
+    """``title``, if it is a str (:func:`assemble` shows it)."""
     if not isinstance(title, str):
         raise TypeError(f"title={title!r}; expected a str")
     return title
@@ -283,31 +302,93 @@ class ControlElement:
         return f"<ControlElement: {self.alt}>"
 
 
-def float32_blob(params: Mapping[str, np.ndarray], names: Sequence[str]
-                 ) -> tuple[list[list[Any]], str]:
-    """The arrays ``names`` of ``params`` as one base64 string of little-endian float32
-    numbers, and the layout the script reads them by: ``[name, shape, offset]`` each.
+#: What a control that runs a model in the page says about its weights (``{name}`` slots,
+#: filled by ``assets/model.js``): while they load, and why they could not be used.
+WEIGHT_MESSAGES = {
+    "loading": "Loading the weights...",
+    "weights_unreachable": ("The weights did not load: {src} could not be fetched. Nothing was "
+                            "computed; try again once the page can reach it."),
+    "weights_status": ("The weights did not load: the server answered {status} for {src}. "
+                       "Nothing was computed."),
+    "weights_size": ("The weights did not load: the file holds {got} bytes, but the model needs "
+                     "{want}, so it is cut short or belongs to another model. Nothing was "
+                     "computed."),
+    "weights_checksum": ("The weights did not load: the file has the model's size ({want} "
+                         "bytes) but not its checksum (CRC-32 {got}, expected {crc32}), so it "
+                         "is another file. Nothing was computed."),
+}
 
-    Refuses arrays that float32 does not hold exactly: the page must compute with the very
-    numbers the library computes with.
+#: The number formats a page decodes (``assets/model.js``), by the bytes of one number.
+_WIDTHS = {2: ("<f2", "float16"), 4: ("<f4", "float32"), 8: ("<f8", "float64")}
+
+
+@dataclass(frozen=True)
+class Weights:
+    """A model's arrays as a page receives them: little-endian floats, one run of bytes.
+
+    ``layout`` lists ``[name, shape, offset]`` (the offset counted in numbers), the order the
+    script decodes them in; ``check`` is what identifies the bytes (their length and CRC-32),
+    which the script compares before it decodes anything.
+    """
+
+    layout: list[list[Any]]
+    raw: bytes
+
+    @property
+    def encoded(self) -> str:
+        return base64.b64encode(self.raw).decode("ascii")
+
+    @property
+    def check(self) -> dict[str, Any]:
+        return {"bytes": len(self.raw), "crc32": f"{zlib.crc32(self.raw):08x}"}
+
+    def markup(self, kind: str) -> str:
+        """The element that carries them: a script that never runs (its type is not
+        JavaScript), with their length and CRC-32. The website's build moves its content into
+        a file of its own, which the page checks against them before it decodes anything."""
+        check = self.check
+        return (f'<script type="application/octet-stream" class="lc-blob" data-blob="{kind}" '
+                f'data-bytes="{check["bytes"]}" data-crc32="{check["crc32"]}">\n'
+                f"{self.encoded}</script>")
+
+
+def pack_weights(params: Mapping[str, Any], names: Sequence[str], width: int,
+                 why: str = "") -> Weights:
+    """The arrays ``names`` of ``params`` as one run of little-endian floats of ``width``
+    bytes (2, 4 or 8), in that order.
+
+    Refuses arrays that this format does not hold exactly (``why`` says how to get such
+    weights): the page must compute with the very numbers the library computes with.
 
     Examples
     --------
-    >>> layout, text = float32_blob({"w": np.array([[0.5, 2.0]])}, ["w"])
-    >>> layout, text
-    ([['w', [1, 2], 0]], 'AAAAPwAAAEA=')
+    >>> w = pack_weights({"w": np.array([[0.5, 2.0]])}, ["w"], 4)
+    >>> w.layout, w.encoded, w.check
+    ([['w', [1, 2], 0]], 'AAAAPwAAAEA=', {'bytes': 8, 'crc32': '308fb1ae'})
     """
+    dtype, kind = _WIDTHS[width]
     layout, offset, parts = [], 0, []
     for name in names:
         a = np.asarray(params[name], dtype=np.float64)
-        if not np.array_equal(a.astype(np.float32).astype(np.float64), a):
-            raise ValueError(f"params[{name!r}] holds numbers float32 cannot represent; the "
-                             "page receives float32 weights (the trained models round to them)")
+        packed = a.astype(dtype)
+        if not np.array_equal(packed.astype(np.float64), a):
+            raise ValueError(f"params[{name!r}] holds numbers {kind} cannot represent; the "
+                             f"page receives {kind} weights" + (f" ({why})" if why else ""))
         layout.append([name, list(a.shape), offset])
         offset += a.size
-        parts.append(a.astype("<f4").ravel())
-    raw = np.concatenate(parts) if parts else np.zeros(0, "<f4")
-    return layout, base64.b64encode(raw.tobytes()).decode("ascii")
+        parts.append(packed.ravel())
+    raw = np.concatenate(parts) if parts else np.zeros(0, dtype)
+    return Weights(layout, raw.tobytes())
+
+
+def engine_config(config: Any, *, prefix: str = "", causal: bool = True,
+                  cross: bool = False) -> dict[str, Any]:
+    """A stack's sizes and wiring (a :class:`~attention_lib.GPTConfig`, parameters named with
+    ``prefix``) as the page's engine, ``assets/model.js``, reads them."""
+    return {"prefix": prefix, "vocab_size": config.vocab_size, "context": config.context,
+            "d_model": config.d_model, "n_layers": config.n_layers, "n_heads": config.n_heads,
+            "attention_only": config.attention_only, "positions": config.positions,
+            "causal": causal, "cross": cross}
 
 
 def sequence_field(ident: str, label: str, text: str, rules: str) -> str:
@@ -326,13 +407,6 @@ spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
 <p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>"""
 
 
-def blob_markup(kind: str, encoded: str) -> str:
-    """The element that carries the weights: a script that never runs (its type is not
-    JavaScript); the website's build moves its content into a file of its own."""
-    return (f'<script type="application/octet-stream" class="lc-blob" data-blob="{kind}">\n'
-            f"{encoded}</script>")
-
-
 def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,
              script: str | Sequence[str], *, state: str, alt: str, title: str,
              templates: Sequence[str] = ()) -> ControlElement:
@@ -341,6 +415,7 @@ def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,
     ``script`` names the control's asset script, or several (shared code first), which run
     after ``common.js`` in the order given.
     """
+    title = check_title(title)
     scripts = [script] if isinstance(script, str) else list(script)
     data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
     if {"heat_cell", "gen_cell", "ind_cell", "align_cell"} & set(templates):

@@ -11,7 +11,6 @@ page fetches at that moment, so the page stays light.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 from collections.abc import Callable
@@ -19,18 +18,24 @@ from collections.abc import Callable
 import numpy as np
 
 from .._validation import positive_int, real_number
-from ..gpt import BookLanguageModel, book_language_model, generate, gpt_attention_weights
-from ..gpt.config import gpt_parameter_shapes
-from ..gpt.stored import round_to_half
+from ..gpt import (
+    BookLanguageModel,
+    book_language_model,
+    generate,
+    gpt_attention_weights,
+    gpt_parameter_shapes,
+)
 from .element import (
-    HEAT_DARK_FROM,
     TEMPLATES,
+    WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
-    check_title,
+    dark,
+    engine_config,
     fill,
     fmt,
+    pack_weights,
+    piece,
     uid,
 )
 
@@ -46,8 +51,8 @@ MESSAGES = {
     "too_long": "at most {most} characters (the model reads {context})",
     "seed": "the seed is a whole number from 0 to 4294967295",
     "waiting": "The weights ({size} MB) load when you first press Generate.",
-    "loading": "Loading the weights...",
     "generated": "Generated {n} characters at temperature {temperature} with seed {seed}.",
+    **WEIGHT_MESSAGES,
 }
 
 
@@ -109,21 +114,20 @@ def _head_rows(chars: str, weights: np.ndarray, pos: int) -> str:
     for layer in range(n_layers):
         for head in range(n_heads):
             w = weights[layer, head, pos, :pos + 1]
-            cells = "".join(fill(TEMPLATES["gen_cell"], w=fmt(w[j], 4), exact="",
-                                 dark=" lc-dark" if w[j] >= HEAT_DARK_FROM else "",
-                                 char=_char(chars[j], "strip"))
+            cells = "".join(piece("gen_cell", w=fmt(w[j], 4), exact="", dark=dark(w[j]),
+                                  char=_char(chars[j], "strip"))
                             for j in range(first, pos + 1))
             top = int(np.argmax(w))
-            rows.append(fill(TEMPLATES["head_row"], layer=layer + 1, head=head + 1,
-                             cells=cells, char=_char(chars[top], "alone"),
-                             back=pos - top, exact="", weight=fmt(w[top], 2)))
+            rows.append(piece("head_row", layer=layer + 1, head=head + 1, cells=cells,
+                              char=_char(chars[top], "alone"), back=pos - top, exact="",
+                              weight=fmt(w[top], 2)))
     return "".join(rows)
 
 
 def _text(chars: str, n_prompt: int, pos: int) -> str:
-    return "".join(fill(TEMPLATES["gen_char"], pos=j, char=_char(c),
-                        cls=(" lc-prompt" if j < n_prompt else "")
-                        + (" lc-sel" if j == pos else ""))
+    return "".join(piece("gen_char", pos=j, char=_char(c),
+                         cls=(" lc-prompt" if j < n_prompt else "")
+                         + (" lc-sel" if j == pos else ""))
                    for j, c in enumerate(chars))
 
 
@@ -183,11 +187,8 @@ def text_generator(
         raise ValueError(f"the model has tie_embeddings={cfg.tie_embeddings} and positions="
                          f"{cfg.positions!r}; the page runs tied models with learned or no "
                          "positions")
-    inexact = [k for k, a in params.items()
-               if not np.array_equal(round_to_half({k: a})[k], a)]
-    if inexact:
-        raise ValueError(f"params {inexact[:3]} hold numbers float16 cannot represent; the "
-                         "page receives float16 weights (round_to_half the model first)")
+    blob = pack_weights(params, list(gpt_parameter_shapes(cfg)), 2,
+                        "round_to_half the model first")
     if not isinstance(prompt, str):
         raise TypeError(f"prompt={prompt!r}; expected a str")
     problem = _prompt_problem(prompt, model.tokenizer.alphabet, cfg.context)
@@ -197,7 +198,6 @@ def text_generator(
     temperature = real_number(temperature, "temperature", minimum=0.0, maximum=2.0)
     seed = positive_int(seed, "seed", minimum=0)
     n_new = positive_int(n_new, "n_new")
-    title = check_title(title)
 
     out = generate(params, cfg, ids, min(n_new, cfg.context - ids.size),
                    temperature=temperature, uniform=mulberry32(seed))
@@ -205,24 +205,12 @@ def text_generator(
     pos = len(chars) - 1
     weights = gpt_attention_weights(params, cfg, out[None])[:, 0]  # (L, h, T, T)
 
-    shapes = gpt_parameter_shapes(cfg)
-    layout, offset = [], 0
-    for name, shape in shapes.items():
-        layout.append([name, list(shape), offset])
-        offset += int(np.prod(shape))
-    blob = np.concatenate([params[name].astype("<f2").ravel() for name in shapes])
-    encoded = base64.b64encode(blob.tobytes()).decode("ascii")
     ident = uid("generator", cfg.as_dict(), model.tokenizer.alphabet, prompt, temperature,
-                seed, n_new, title, encoded[:64], len(encoded))
-    size_mb = fmt(blob.nbytes / 1e6, 1)
-    data = {"config": {"vocab_size": cfg.vocab_size, "context": cfg.context,
-                       "d_model": cfg.d_model, "n_layers": cfg.n_layers,
-                       "n_heads": cfg.n_heads, "d_ff": cfg.d_ff,
-                       "attention_only": cfg.attention_only,
-                       "learned_positions": cfg.positions == "learned"},
-            "layout": layout, "alphabet": model.tokenizer.alphabet, "n_new": n_new,
-            "strip": STRIP, "n_prompt": int(ids.size), "generated": chars,
-            "messages": MESSAGES}
+                seed, n_new, title, blob.check)
+    waiting = fill(MESSAGES["waiting"], size=fmt(len(blob.raw) / 1e6, 1))
+    data = {"config": engine_config(cfg), "layout": blob.layout,
+            "alphabet": model.tokenizer.alphabet, "n_new": n_new, "strip": STRIP,
+            "n_prompt": int(ids.size), "generated": chars, "messages": MESSAGES}
     body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
 <label for="{ident}-prompt">prompt</label>
 <textarea class="lc-prompt-box" id="{ident}-prompt" rows="2" disabled autocomplete="off"
@@ -237,8 +225,7 @@ value="{temperature!r}" disabled>
 value="{seed}" disabled autocomplete="off"></div>
 <button type="button" class="lc-generate" disabled>Generate</button></div>
 <p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>
-<p class="lc-status lc-hint" role="status" aria-live="polite">{fill(MESSAGES["waiting"],
-                                                                     size=size_mb)}</p>
+<p class="lc-status lc-hint" role="status" aria-live="polite">{waiting}</p>
 <div class="lc-gen-text" aria-label="prompt and generated text">{_text(chars, ids.size, pos)}
 </div>
 <div class="lc-controls"><div class="lc-field lc-field-wide">
@@ -250,7 +237,7 @@ value="{pos}" disabled>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on the
 last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{_head_rows(chars, weights, pos)}</tbody></table>
-{blob_markup("book-gpt", encoded)}"""
+{blob.markup("book-gpt")}"""
     alt = ("type a prompt and pick a temperature; the trained model continues it in the page, "
            "and each attention head's weights from a chosen character are shaded")
     state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "

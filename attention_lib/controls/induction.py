@@ -10,7 +10,6 @@ weights travel as float64 bytes, so the page computes with the very numbers of t
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 import re
@@ -19,17 +18,19 @@ from typing import Any
 import numpy as np
 
 from .._validation import index, positive_int
-from ..gpt.config import GPTConfig, check_head_mask, check_params, gpt_parameter_shapes
-from ..gpt.model import gpt_attention_weights, gpt_logits
+from ..gpt import GPTConfig, gpt_attention_weights, gpt_logits, gpt_parameter_shapes
+from ..gpt.config import check_head_mask, check_params
 from ..softmax import softmax
 from .element import (
-    HEAT_DARK_FROM,
-    TEMPLATES,
+    WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    check_title,
+    dark,
+    engine_config,
     fill,
     fmt,
+    pack_weights,
+    piece,
     sequence_field,
     uid,
 )
@@ -152,8 +153,8 @@ def copy_targets(tokens: Any) -> np.ndarray:
 
 
 def _cell(w: float, char: str, target: bool) -> str:
-    cls = (" lc-dark" if w >= HEAT_DARK_FROM else "") + (" lc-target" if target else "")
-    return fill(TEMPLATES["ind_cell"], cls=cls, w=fmt(w, 4), exact="", char=html.escape(char))
+    return piece("ind_cell", cls=dark(w) + (" lc-target" if target else ""), w=fmt(w, 4),
+                 exact="", char=html.escape(char))
 
 
 def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarray,
@@ -164,20 +165,20 @@ def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarr
     that the markup shown before the script runs does not depend on the last bits.
     """
     k = int(targets[pos])
-    chips = "".join(fill(TEMPLATES["token_chip"], j=j, token=html.escape(c), tail="",
-                         cls=" ".join(name for name, on in (("lc-new", j == pos),
-                                                             ("lc-target", j == k),
-                                                             ("lc-future", j > pos)) if on))
+    chips = "".join(piece("token_chip", j=j, token=html.escape(c), tail="",
+                          cls=" ".join(name for name, on in (("lc-new", j == pos),
+                                                              ("lc-target", j == k),
+                                                              ("lc-future", j > pos)) if on))
                     for j, c in enumerate(chars))
     p = softmax(np.asarray(logits[pos], dtype=np.float64))
     top = int(np.argmax(p))
     slots = {"t": pos, "token": html.escape(chars[pos]),
              "top": html.escape(INDUCTION_ALPHABET[top]), "p_top": fmt(p[top], 3)}
     if k >= 0:
-        summary = fill(TEMPLATES["ind_copy"], j=k - 1, k=k, next=html.escape(chars[k]),
-                       p_copy=fmt(p[INDUCTION_ALPHABET.index(chars[k])], 3), **slots)
+        summary = piece("ind_copy", j=k - 1, k=k, next=html.escape(chars[k]),
+                        p_copy=fmt(p[INDUCTION_ALPHABET.index(chars[k])], 3), **slots)
     else:
-        summary = fill(TEMPLATES["ind_fresh"], **slots)
+        summary = piece("ind_fresh", **slots)
     rows = []
     n_layers, n_heads = weights.shape[:2]
     for layer in range(n_layers):
@@ -185,8 +186,8 @@ def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarr
             w = weights[layer, head, pos, :pos + 1]
             best = int(np.argmax(w))
             removed = not mask[layer, head]
-            rows.append(fill(
-                TEMPLATES["ind_head_row"], layer=layer + 1, head=head + 1,
+            rows.append(piece(
+                "ind_head_row", layer=layer + 1, head=head + 1,
                 cls="lc-off" if removed else "", note=" (removed)" if removed else "",
                 cells="".join(_cell(float(w[j]), chars[j], j == k) for j in range(pos + 1)),
                 char=html.escape(chars[best]), back=pos - best, exact="",
@@ -275,22 +276,14 @@ def induction_playground(
         raise ValueError("head_mask has entries other than 0 and 1; the page keeps (1) or "
                          "removes (0) a head")
     keep = mask.astype(bool)
-    title = check_title(title)
 
     chars = "".join(INDUCTION_ALPHABET[i] for i in ids)
     weights = gpt_attention_weights(params, config, ids[None], head_mask=keep)[:, 0]
     logits = gpt_logits(params, config, ids[None], head_mask=keep)[0]  # (T, V)
     view = _view(chars, weights, logits, copy_targets(ids), pos, keep)
 
-    shapes = gpt_parameter_shapes(config)
-    layout, offset = [], 0
-    for name, shape in shapes.items():
-        layout.append([name, list(shape), offset])
-        offset += int(np.prod(shape))
-    blob = np.concatenate([np.asarray(params[name], dtype="<f8").ravel() for name in shapes])
-    encoded = base64.b64encode(blob.tobytes()).decode("ascii")
-    ident = uid("induction", config.as_dict(), sequence, pos, keep.tolist(), title,
-                encoded[:64], len(encoded))
+    blob = pack_weights(params, list(gpt_parameter_shapes(config)), 8)
+    ident = uid("induction", config.as_dict(), sequence, pos, keep.tolist(), title, blob.check)
     n = config.vocab_size
     rules = (f"One character per token: {_span(n)} ({n} tokens; spaces are skipped, so "
              f"you can group them). At most {config.context} tokens. Anything else is "
@@ -314,11 +307,10 @@ value="{pos}" disabled>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on
 positions 0 to t</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{view["rows"]}</tbody></table></div>"""
-    data = {"config": {"vocab_size": n, "context": config.context,
-                       "d_model": config.d_model, "n_layers": config.n_layers,
-                       "n_heads": config.n_heads, "positions": config.positions},
-            "layout": layout, "weights": encoded, "alphabet": INDUCTION_ALPHABET[:n],
-            "span": _span(n), "separator": SEPARATOR, "messages": MESSAGES}
+    data = {"config": engine_config(config), "layout": blob.layout, "weights": blob.encoded,
+            "weights_check": blob.check, "alphabet": INDUCTION_ALPHABET[:n],
+            "span": _span(n), "separator": SEPARATOR,
+            "messages": {**MESSAGES, **WEIGHT_MESSAGES}}
     alt = ("type a sequence of tokens with a repeat; the trained model runs in the page and "
            "shows where each head looks from a chosen position and what it predicts")
     state = f"the sequence {sequence.strip()} seen from position {pos}"

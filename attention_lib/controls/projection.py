@@ -12,14 +12,12 @@ from .._validation import scale_range
 from ..attention import scaled_scores
 from ..saturation import projection_scale_weights
 from .element import (
-    TEMPLATES,
     ControlElement,
     assemble,
-    check_title,
-    fill,
     floats,
     fmt,
     heat_cell,
+    piece,
     scale_fields,
     uid,
 )
@@ -29,8 +27,8 @@ __all__ = ["projection_scale_explorer"]
 
 
 def _heat_rows(tokens: Sequence[str], w: np.ndarray) -> str:
-    return "".join(fill(TEMPLATES["heat_row"], label=html.escape(t),
-                        cells="".join(heat_cell(float(x)) for x in row))
+    return "".join(piece("heat_row", label=html.escape(t),
+                         cells="".join(heat_cell(float(x)) for x in row))
                    for t, row in zip(tokens, w, strict=True))
 
 
@@ -62,6 +60,7 @@ def projection_scale_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the weights at ``scale``, computed here.
 
     Notes
     -----
@@ -80,7 +79,6 @@ def projection_scale_explorer(
     tokens, q, k, _ = walkthrough(example)
     largest = float(np.max(np.abs(scaled_scores(q, k))))
     c0, hi, step = scale_range(scale, scale_max, step, largest=largest, power=2)
-    title = check_title(title)
     data = {"tokens": tokens, "q": floats(q), "k": floats(k)}
     ident = uid("proj", data, c0, hi, step, title)
     w = projection_scale_weights(example.x, example.w_q, example.w_k, [c0])[0]  # (n, n)

@@ -10,14 +10,12 @@ import numpy as np
 from .._validation import displayable, token_position
 from ..attention import project_qkv, scaled_dot_product_attention, scaled_scores
 from .element import (
-    TEMPLATES,
     ControlElement,
     assemble,
     bar_row,
-    check_title,
-    fill,
     floats,
     fmt,
+    piece,
     uid,
     vec,
     weights_table,
@@ -66,6 +64,7 @@ def query_picker(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the query ``query``, computed here.
 
     Notes
     -----
@@ -84,7 +83,6 @@ def query_picker(
     """
     tokens, q, k, v = walkthrough(example)
     i = token_position(tokens, query)
-    title = check_title(title)
     scores = displayable(scaled_scores(q, k), "the scores of example")  # (n, n)
     out, weights = scaled_dot_product_attention(q, k, v)
     data = {"tokens": tokens, "q": floats(q), "k": floats(k), "v": floats(v)}
@@ -98,9 +96,9 @@ def query_picker(
     for j, t in enumerate(tokens):
         term = weights[i, j] * v[j]
         total = total + term
-        terms.append(fill(TEMPLATES["term_item"], label=html.escape(t),
-                          a=fmt(weights[i, j], 4), v=vec(v[j], 4), term=vec(term, 4),
-                          total=vec(total, 4)))
+        terms.append(piece("term_item", label=html.escape(t),
+                           a=fmt(weights[i, j], 4), v=vec(v[j], 4), term=vec(term, 4),
+                           total=vec(total, 4)))
     body = f"""<div class="lc-controls"><div class="lc-field">
 <label for="{ident}-query">query token</label>
 <select class="lc-query" id="{ident}-query" disabled autocomplete="off">{options}</select>

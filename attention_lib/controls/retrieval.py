@@ -16,13 +16,12 @@ from ..softmax import softmax
 from ..training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
 from ..training.retrieval import RETRIEVAL_SHAPES
 from .element import (
-    TEMPLATES,
     ControlElement,
     assemble,
     bar_row,
-    check_title,
     fill,
     fmt,
+    piece,
     sequence_field,
     uid,
 )
@@ -208,6 +207,8 @@ def retrieval_playground(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the model's answer to ``sequence``, computed
+        here.
 
     Notes
     -----
@@ -227,7 +228,6 @@ def retrieval_playground(
     doc, params = _load_model(model)
     keys, values = doc["vocabulary"]["keys"], doc["vocabulary"]["values"]
     key_idx, value_idx, query = parse_retrieval_sequence(sequence, doc["vocabulary"])
-    title = check_title(title)
     ident = uid("retrieval", doc, sequence, title)
     logits, weights = retrieval_forward(params, [key_idx], [value_idx], [query])
     rules = (f"Allowed: 1 to {len(keys)} pairs separated by spaces (or tabs, or new lines), "
@@ -257,14 +257,14 @@ def _result(keys: Sequence[str], values: Sequence[str], key_idx: Sequence[int],
              "key": html.escape(keys[query])}
     if query in key_idx:
         stored = values[value_idx[list(key_idx).index(query)]]
-        answer = fill(TEMPLATES["answer_stored"], stored=html.escape(stored),
-                      verdict="right" if stored == values[best] else "wrong", **slots)
+        answer = piece("answer_stored", stored=html.escape(stored),
+                       verdict="right" if stored == values[best] else "wrong", **slots)
     else:
-        answer = fill(TEMPLATES["answer_absent"], **slots)
+        answer = piece("answer_absent", **slots)
     rows = "".join(
         bar_row(f"{j + 1} {html.escape(keys[kk] + values[vv])}"
                 + (" (looked up)" if kk == query else ""), float(weights[j]), 3, None,
                 "lc-mark" if kk == query else "")
         for j, (kk, vv) in enumerate(zip(key_idx, value_idx, strict=True)))
-    return fill(TEMPLATES["retrieval_result"], answer=answer, key=html.escape(keys[query]),
-                rows=rows)
+    return piece("retrieval_result", answer=answer, key=html.escape(keys[query]),
+                 rows=rows)

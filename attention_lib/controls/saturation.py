@@ -13,14 +13,12 @@ from .._validation import as_real_array, check_flag, positive_int, scale_range
 from ..examples import SATURATION_SCORES
 from ..saturation import saturation_scores, saturation_stats
 from .element import (
-    TEMPLATES,
     ControlElement,
     assemble,
     bar_row,
-    check_title,
-    fill,
     floats,
     fmt,
+    piece,
     scale_fields,
     uid,
     weights_table,
@@ -79,6 +77,8 @@ def saturation_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the row ``start`` at the scale ``scale``,
+        computed here.
 
     Notes
     -----
@@ -117,7 +117,6 @@ def saturation_explorer(
         if start not in dims:
             raise ValueError(f"start={start!r}; expected 'tutorial' or one of d_ks {dims}")
     divide = check_flag(divide, "divide")
-    title = check_title(title)
 
     tut_text = "[" + ", ".join(f"{x:g}" for x in tut) + "]"
     rows = [{"label": tut_text, "d_k": None, "scores": floats(tut)}]
@@ -132,11 +131,10 @@ def saturation_explorer(
     row = rows[index]
     if row["d_k"] is None:
         s = tut.astype(np.float64)
-        formula = fill(TEMPLATES["formula_tutorial"], scores=html.escape(tut_text))
+        formula = piece("formula_tutorial", scores=html.escape(tut_text))
     else:
         s = saturation_scores(row["d_k"], divide_by_sqrt_dk=divide, n_keys=n_keys, seed=seed)
-        formula = fill(TEMPLATES["formula_divided" if divide else "formula_undivided"],
-                       d_k=row["d_k"])
+        formula = piece("formula_divided" if divide else "formula_undivided", d_k=row["d_k"])
     st = saturation_stats(s, c0)
     z = s * c0
     options = "".join(

@@ -17,15 +17,15 @@ import numpy as np
 from ..training import translation as tr
 from ..training.translation import TranslationModel, translate_by_rule
 from .element import (
-    HEAT_DARK_FROM,
-    TEMPLATES,
+    WEIGHT_MESSAGES,
     ControlElement,
     assemble,
-    blob_markup,
-    check_title,
+    dark,
+    engine_config,
     fill,
-    float32_blob,
     fmt,
+    pack_weights,
+    piece,
     uid,
 )
 
@@ -47,7 +47,7 @@ MESSAGES = {
     "seen": "Every adjective–noun pair of this sentence occurs in the training sentences.",
     "unseen": "Never in a training sentence: {pairs}.",
     "no_pair": "This sentence has no adjective.",
-    "loading": "Loading the weights...",
+    **WEIGHT_MESSAGES,
 }
 
 
@@ -109,19 +109,17 @@ def _result(model: TranslationModel, slots: dict[str, str], head: tuple[int, int
         gold = rule.split()
         for j, word in enumerate(said.split()):
             cells = "".join(
-                fill(TEMPLATES["align_cell"], w=fmt(x, 4), exact="", weight=fmt(x, 2),
-                     dark=" lc-dark" if x >= HEAT_DARK_FROM else "",
-                     gold=" lc-gold" if j < len(gold) and gold[j] == word
-                     and alignment[j] == i else "")
+                piece("align_cell", w=fmt(x, 4), exact="", weight=fmt(x, 2), dark=dark(x),
+                      gold=" lc-gold" if j < len(gold) and gold[j] == word
+                      and alignment[j] == i else "")
                 for i, x in enumerate(w[j]))
-            rows.append(fill(TEMPLATES["heat_row"], label=html.escape(word), cells=cells))
-    heads = "".join(fill(TEMPLATES["col_head"], word=html.escape(x)) for x in source.split())
-    table = fill(TEMPLATES["tr_table"], heads=heads, rows="".join(rows))
-    return fill(TEMPLATES["tr_result"], source=html.escape(source),
-                translation=html.escape(said), rule=html.escape(rule),
-                verdict=MESSAGES["same" if said == rule else "different"],
-                pairs=_pairs_note(slots), head=f"layer {head[0] + 1}, head {head[1] + 1}",
-                table=table)
+            rows.append(piece("heat_row", label=html.escape(word), cells=cells))
+    heads = "".join(piece("col_head", word=html.escape(x)) for x in source.split())
+    table = piece("tr_table", heads=heads, rows="".join(rows))
+    return piece("tr_result", source=html.escape(source), translation=html.escape(said),
+                 rule=html.escape(rule), verdict=MESSAGES["same" if said == rule else "different"],
+                 pairs=_pairs_note(slots), head=f"layer {head[0] + 1}, head {head[1] + 1}",
+                 table=table)
 
 
 def translation_explorer(
@@ -156,6 +154,8 @@ def translation_explorer(
     Returns
     -------
     ControlElement
+        Before its script runs, it shows the library's translation of ``source`` and
+        the head ``head``.
 
     Notes
     -----
@@ -180,9 +180,8 @@ def translation_explorer(
         raise ValueError(f"head={head!r}; expected (layer, head) with layer below "
                          f"{dec.n_layers} and head below {dec.n_heads}")
     head = (int(head[0]), int(head[1]))
-    title = check_title(title)
-    layout, encoded = float32_blob(model.params, list(model.params))
-    ident = uid("translation", encoded[:64], len(encoded), slots, head, title)
+    blob = pack_weights(model.params, list(model.params), 4, "the trained models round to them")
+    ident = uid("translation", blob.check, slots, head, title)
     lists = []
     for name, label, choices in SLOTS:
         options = "".join(f'<option value="{html.escape(c)}"'
@@ -200,11 +199,13 @@ def translation_explorer(
                  f"{head_options}</select></div>")
     src_vocab, tgt_vocab = tr.vocabularies()
     body = f"""<div class="lc-controls">{"".join(lists)}</div>
+<p class="lc-error" role="status" aria-live="polite"></p>
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result">{_result(model, slots, head)}</div>
-{blob_markup("translation", encoded)}"""
-    data = {"configs": [{"n_layers": c.n_layers, "n_heads": c.n_heads} for c in model.configs],
-            "layout": layout, "source_vocabulary": list(src_vocab),
+{blob.markup("translation")}"""
+    data = {"configs": [engine_config(model.configs[0], prefix="enc.", causal=False),
+                        engine_config(dec, prefix="dec.", cross=True)],
+            "layout": blob.layout, "source_vocabulary": list(src_vocab),
             "target_vocabulary": list(tgt_vocab), "lexicon": tr.LEXICON,
             "verbs": list(tr.VERBS), "adjectives": list(tr.ADJECTIVES),
             "held_out": [list(p) for p in tr.translation_held_out_pairs()],
@@ -213,7 +214,7 @@ def translation_explorer(
     alt = ("build a sentence from lists; the trained encoder-decoder translates it in the page "
            "and shows a cross-attention head over the source words, the alignment outlined")
     return assemble("translation", ident, data, body,
-                    ("model.js", "transformer.js", "translation.js"),
+                    ("model.js", "translation.js"),
                     state=f"the sentence {_sentence(slots)!r}", alt=alt, title=title,
                     templates=("tr_result", "tr_table", "col_head", "heat_row",
                                "align_cell"))

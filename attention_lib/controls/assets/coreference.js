@@ -1,12 +1,13 @@
 /* The coreference explorer: the sentence of the four lists through the trained encoder
-   (transformer.js), the logits of its two nouns read at "it" as
+   (model.js), the logits of its two nouns read at "it" as
    attention_lib.CoreferenceModel.probabilities reads them, and the weights from "it". */
 const CFG = DATA("config"), VOCAB = DATA("vocabulary"), FRAME = DATA("frame");
 const NOUNS = DATA("nouns"), CLASSES = DATA("classes"), HELD_OUT = DATA("heldOut");
 const MESSAGES = DATA("messages");
 const lists = { first: $(".lc-first"), verb: $(".lc-verb"), second: $(".lc-second"),
                 adjective: $(".lc-adjective") };
-const error = $(".lc-error"), status = $(".lc-status"), out = $(".lc-result");
+const error = $(".lc-error"), out = $(".lc-result");
+const pick = onEachPick(4, MESSAGES, $(".lc-status"), error, out);
 /* where the sentence stands, as attention_lib.controls.coreference.sentence_status */
 function where(w) {
   const has = (list, x) => CLASSES[list].includes(x);
@@ -17,19 +18,14 @@ function where(w) {
   if (!cross && !chase) { return "none"; }
   return HELD_OUT.some((p) => p[0] === w.first && p[1] === w.second) ? "test" : "train";
 }
-function resolve(w) {
+function resolve(W, w) {
   const words = fillText(FRAME, w).split(" ");
   const ids = words.map((x) => VOCAB.indexOf(x));
   const it = words.indexOf("it");
-  const enc = encoderForward(ids, "", CFG);
+  const enc = stack(W, CFG, ids);
   const nouns = words.filter((x) => NOUNS.includes(x));
-  const wte = W.wte, d = wte.shape[1], h = enc.final[it];
-  const logits = nouns.map((x) => {
-    const id = VOCAB.indexOf(x); let s = 0;
-    for (let i = 0; i < d; i++) { s += h[i] * wte.data[id * d + i]; }
-    return s;
-  });
-  return { words: words, it: it, nouns: nouns, p: softmax(logits), weights: enc.weights };
+  const logits = tiedLogits(W, CFG, enc.final[it], nouns.map((x) => VOCAB.indexOf(x)));
+  return { words: words, it: it, nouns: nouns, p: softmax(logits), weights: enc.self };
 }
 function render(w, r) {
   const answer = r.nouns[r.p[1] > r.p[0] ? 1 : 0];
@@ -55,28 +51,23 @@ function render(w, r) {
     status: MESSAGES[where(w)], table: fill("coref_table", { heads: heads.join(""), rows: rows.join("") }) });
   out.dataset.probabilities = JSON.stringify(r.p);
 }
-let latest = 0;  // a later pick wins over one still waiting for the weights
-async function update() {
-  const w = {}, mine = ++latest;
+function update() {
+  const w = {};
   Object.keys(lists).forEach((k) => { w[k] = lists[k].value; });
   const nounLists = [lists.first, lists.second];
   if (w.first === w.second) {
     error.textContent = MESSAGES.same;
     nounLists.forEach((el) => el.setAttribute("aria-invalid", "true"));
     out.hidden = true;
+    pick(null);
     return;
   }
   error.textContent = "";
   nounLists.forEach((el) => el.removeAttribute("aria-invalid"));
-  if (!W) {
-    status.textContent = MESSAGES.loading;
-    try { await loadWeights(); } catch (e) { status.textContent = String(e.message || e); return; }
-  }
-  if (mine !== latest) { return; }
-  render(w, resolve(w));
-  status.textContent = "";
-  out.hidden = false;
-  root.dataset.shown = JSON.stringify(w);
+  pick((W) => {
+    render(w, resolve(W, w));
+    root.dataset.shown = JSON.stringify(w);
+  });
 }
 activate();
 Object.values(lists).forEach((el) => {

@@ -1,59 +1,23 @@
-/* The text generator: the GPT of attention_lib.gpt, step by step with a key-value cache, in
-   double precision from its float16 weights (attention_lib.gpt.sampling's _cached_step),
-   sampling as attention_lib.generate does from the numbers of Mulberry32
+/* The text generator: the GPT of attention_lib.gpt, one position at a time with a key-value
+   cache (model.js), in double precision from its float16 weights, sampling as
+   attention_lib.generate does from the numbers of Mulberry32
    (attention_lib.controls.mulberry32). */
-const CFG = DATA("config"), LAYOUT = DATA("layout"), ALPHABET = DATA("alphabet");
+const CFG = DATA("config"), ALPHABET = DATA("alphabet");
 const N_NEW = DATA("nNew"), STRIP = DATA("strip"), MESSAGES = DATA("messages");
 const say = (name, slots) => fillText(MESSAGES[name], slots || {});
 const box = $(".lc-prompt-box"), temp = $(".lc-temp"), tempValue = $(".lc-temp-value");
 const seedBox = $(".lc-seed"), button = $(".lc-generate"), error = $(".lc-error");
 const status = $(".lc-status"), textOut = $(".lc-gen-text"), posSlider = $(".lc-pos");
-const posValue = $(".lc-pos-value"), headBody = $(".lc-heads tbody"), blob = $(".lc-blob");
-const D = CFG.d_model, H = CFG.n_heads, DH = D / H;
+const posValue = $(".lc-pos-value"), headBody = $(".lc-heads tbody");
+const loadWeights = weightsLoader($(".lc-blob"), DATA("layout"), 2, MESSAGES);
 let W = null;            // parameters by name: {shape, data: Float64Array}
 let run = { chars: DATA("generated"), nPrompt: DATA("nPrompt"), weights: null };
 
-async function loadWeights() {
-  if (!W) { W = decodeWeights(await blobBytes(blob), LAYOUT, 2); }
-}
-/* One position through the model; the cache grows by its keys and values. Returns the
-   logits and this position's attention weights per layer and head. */
-function step(cache, token, pos) {
-  let x = new Float64Array(D);
-  for (let i = 0; i < D; i++) {
-    x[i] = W.wte.data[token * D + i] + (CFG.learned_positions ? W.wpe.data[pos * D + i] : 0);
-  }
-  const seen = [];
-  for (let l = 0; l < CFG.n_layers; l++) {
-    const p = "blocks." + l + ".";
-    const a = layerNorm(x, W[p + "ln1.gamma"], W[p + "ln1.beta"]);
-    const q = linear(a, W[p + "attn.w_q"], W[p + "attn.b_q"]);
-    cache[l].k.push(linear(a, W[p + "attn.w_k"], W[p + "attn.b_k"]));
-    cache[l].v.push(linear(a, W[p + "attn.w_v"], W[p + "attn.b_v"]));
-    const merged = new Float64Array(D), heads = [];
-    for (let h = 0; h < H; h++) {
-      const lo = h * DH, inv = 1 / Math.sqrt(DH);
-      const scores = cache[l].k.map((k) => { let s = 0; for (let c = 0; c < DH; c++) { s += q[lo + c] * inv * k[lo + c]; } return s; });
-      const w = softmax(scores);
-      w.forEach((wj, j) => { const v = cache[l].v[j]; for (let c = 0; c < DH; c++) { merged[lo + c] += wj * v[lo + c]; } });
-      heads.push(w);
-    }
-    seen.push(heads);
-    const y = linear(merged, W[p + "attn.w_o"], W[p + "attn.b_o"]);
-    for (let i = 0; i < D; i++) { x[i] += y[i]; }
-    if (!CFG.attention_only) {
-      const a2 = layerNorm(x, W[p + "ln2.gamma"], W[p + "ln2.beta"]);
-      const hid = gelu(linear(a2, W[p + "ff.w1"], W[p + "ff.b1"]));
-      const y2 = linear(hid, W[p + "ff.w2"], W[p + "ff.b2"]);
-      for (let i = 0; i < D; i++) { x[i] += y2[i]; }
-    }
-  }
-  const f = layerNorm(x, W["ln_f.gamma"], W["ln_f.beta"]);
-  const logits = new Array(CFG.vocab_size).fill(0);
-  for (let v = 0; v < CFG.vocab_size; v++) {
-    let s = 0; for (let i = 0; i < D; i++) { s += f[i] * W.wte.data[v * D + i]; } logits[v] = s;
-  }
-  return { logits: logits, seen: seen };
+/* Every position's attention weights [position][layer][head] (keys 0 .. position) from the
+   stack's output for the positions from `start` on. */
+function byPosition(out, start) {
+  return out.final.map((_, t) => out.self.map((layer) => layer.map(
+    (head) => head[t].slice(0, start + t + 1))));
 }
 /* attention_lib.next_token_distribution with a temperature (no top-k, no top-p) */
 function distribution(z, tau) {
@@ -112,7 +76,7 @@ function drawHeads(pos) {
   if (!run.weights) { return; }
   const first = Math.max(0, pos - STRIP + 1), rows = [];
   for (let l = 0; l < CFG.n_layers; l++) {
-    for (let h = 0; h < H; h++) {
+    for (let h = 0; h < CFG.n_heads; h++) {
       const w = run.weights[pos][l][h];
       let cells = "";
       for (let j = first; j <= pos; j++) {
@@ -126,7 +90,9 @@ function drawHeads(pos) {
   }
   headBody.innerHTML = rows.join("");
 }
+let selected = run.chars.length - 1;  // the position whose heads are shown
 function select(pos) {
+  selected = pos;
   posSlider.value = pos;
   posValue.textContent = (pos + 1) + " of " + run.chars.length;
   $$(".lc-ch").forEach((el) => el.classList.toggle("lc-sel", Number(el.dataset.pos) === pos));
@@ -146,25 +112,21 @@ async function generateText() {
   }
   error.textContent = ""; box.removeAttribute("aria-invalid");
   button.disabled = true;
-  if (!W) { status.textContent = say("loading"); }
-  try { await loadWeights(); } catch (e) {
-    status.textContent = String(e.message || e); button.disabled = false; return;
-  }
-  const tau = parseFloat(temp.value), uniform = mulberry32(seed);
-  const cache = [];
-  for (let l = 0; l < CFG.n_layers; l++) { cache.push({ k: [], v: [] }); }
-  const ids = r.ids.slice(), weights = [];
-  let out;
-  for (let t = 0; t < ids.length; t++) { out = step(cache, ids[t], t); weights.push(out.seen); }
-  const n = Math.min(N_NEW, CFG.context - ids.length);
+  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
+  if (!W) { button.disabled = false; return; }
+  const tau = parseFloat(temp.value), uniform = mulberry32(seed), cache = newCache(CFG);
+  const ids = r.ids.slice();
+  let out = stack(W, CFG, ids, { cache: cache });  // the prompt, then one token at a time
+  const weights = byPosition(out, 0), n = Math.min(N_NEW, CFG.context - ids.length);
+  let logits = tiedLogits(W, CFG, out.final[out.final.length - 1]);
   for (let i = 0; i < n; i++) {
-    const token = draw(distribution(out.logits, tau), uniform());
-    ids.push(token);
-    out = step(cache, token, ids.length - 1);
-    weights.push(out.seen);
+    ids.push(draw(distribution(logits, tau), uniform()));
+    out = stack(W, CFG, ids.slice(-1), { cache: cache, start: ids.length - 1 });
+    weights.push(...byPosition(out, ids.length - 1));
+    logits = tiedLogits(W, CFG, out.final[0]);
   }
   run = { chars: ids.map((i) => ALPHABET[i]).join(""), nPrompt: r.ids.length, weights: weights };
-  root.dataset.logits = JSON.stringify(out.logits);
+  root.dataset.logits = JSON.stringify(logits);
   drawText(run.chars.length - 1);
   posSlider.max = run.chars.length - 1;
   status.textContent = say("generated", { n: n, temperature: fmt(tau, 2),
@@ -172,27 +134,23 @@ async function generateText() {
   select(run.chars.length - 1);
   button.disabled = false;
 }
+/* The text shown first came from the library; its heads need the weights too. False when
+   the weights cannot be had (the reason is shown). */
+async function headsOfShown() {
+  W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
+  if (W && !run.weights) {
+    run.weights = byPosition(stack(W, CFG, [...run.chars].map((c) => ALPHABET.indexOf(c))), 0);
+  }
+  return W !== null;
+}
 activate();
 temp.addEventListener("input", () => { tempValue.textContent = fmt(parseFloat(temp.value), 2); });
 button.addEventListener("click", generateText);
 posSlider.addEventListener("input", async () => {  // moving it loads the weights
-  if (!run.weights) {
-    status.textContent = say("loading");
-    await ensureWeightsForShown();
-    status.textContent = "";
-  }
-  select(Number(posSlider.value));
+  const pos = Number(posSlider.value);
+  if (run.weights || await headsOfShown()) { select(pos); } else { posSlider.value = selected; }
 });
 textOut.addEventListener("mouseover", (e) => {  // only once the weights are here
   const el = e.target.closest(".lc-ch");
   if (el && run.weights) { select(Number(el.dataset.pos)); }
 });
-/* The text shown first came from the library; its heads need the weights too. */
-async function ensureWeightsForShown() {
-  await loadWeights();
-  const cache = [];
-  for (let l = 0; l < CFG.n_layers; l++) { cache.push({ k: [], v: [] }); }
-  const weights = [];
-  [...run.chars].forEach((c, t) => { weights.push(step(cache, ALPHABET.indexOf(c), t).seen); });
-  run.weights = weights;
-}

@@ -1,18 +1,23 @@
-/* The induction playground: the attention-only GPT of attention_lib.gpt on the typed tokens,
-   as gpt_attention_weights and gpt_logits compute it (with head_mask), in double precision
-   from the float64 weights carried by the element. */
-const CFG = DATA("config"), LAYOUT = DATA("layout"), ALPHABET = DATA("alphabet");
+/* The induction playground: the attention-only GPT of attention_lib.gpt on the typed tokens
+   (model.js), as gpt_attention_weights and gpt_logits compute it (with head_mask), in double
+   precision from the float64 weights carried by the element. */
+const CFG = DATA("config"), ALPHABET = DATA("alphabet");
 const SPAN = DATA("span"), MESSAGES = DATA("messages");
 const SEPARATOR = new RegExp(DATA("separator"), "g");
 const say = (name, slots) => fillText(MESSAGES[name], slots);
 const field = $(".lc-seq"), error = $(".lc-error"), out = $(".lc-result");
 const slider = $(".lc-pos"), posValue = $(".lc-pos-value"), boxes = $$(".lc-remove");
 const chips = $(".lc-ind-tokens"), summary = $(".lc-summary"), headBody = $(".lc-heads tbody");
-const D = CFG.d_model, H = CFG.n_heads, DH = D / H, BASE = 10000;
+const H = CFG.n_heads;
 let run = null;  /* the sequence shown: ids, weights [l][h][t][j], logits [t][v], targets */
 
-/* the float64 weights, little-endian, by name: {shape, data} */
-const W = decodeWeights(base64Bytes(DATA("weights")), LAYOUT, 8);
+/* the float64 weights, little-endian, by name: {shape, data}; null (and why) if they are not
+   the model's */
+let W = null, broken = null;
+try {
+  W = decodeWeights(base64Bytes(DATA("weights")), DATA("layout"), 8, DATA("weightsCheck"),
+                    MESSAGES);
+} catch (e) { broken = String(e.message || e); }
 
 /* The same rules, in the same order and words, as the library's _sequence_problem. */
 function parse(text) {
@@ -39,68 +44,6 @@ function copyTargets(ids) {
     return k;
   });
 }
-/* attention_lib.apply_rotary on every head's slice of the row at position `pos`: pair i of a
-   head turns by pos * BASE^(-2i / d_head) */
-function rotate(row, pos) {
-  for (let h = 0; h < H; h++) {
-    for (let i = 0; i < DH / 2; i++) {
-      const theta = pos * Math.pow(BASE, -2 * i / DH), c = Math.cos(theta), s = Math.sin(theta);
-      const a = row[h * DH + 2 * i], b = row[h * DH + 2 * i + 1];
-      row[h * DH + 2 * i] = a * c - b * s;
-      row[h * DH + 2 * i + 1] = a * s + b * c;
-    }
-  }
-}
-/* Every position at once: the weights of every head and the logits, heads scaled by keep. */
-function forward(ids, keep) {
-  const T = ids.length;
-  const x = ids.map((tok, t) => {
-    const row = W.wte.data.slice(tok * D, tok * D + D);
-    if (CFG.positions === "learned") { for (let i = 0; i < D; i++) { row[i] += W.wpe.data[t * D + i]; } }
-    return row;
-  });
-  const weights = [];
-  for (let l = 0; l < CFG.n_layers; l++) {
-    const p = "blocks." + l + ".";
-    const a = x.map((row) => layerNorm(row, W[p + "ln1.gamma"], W[p + "ln1.beta"]));
-    const q = a.map((r) => linear(r, W[p + "attn.w_q"], W[p + "attn.b_q"]));
-    const k = a.map((r) => linear(r, W[p + "attn.w_k"], W[p + "attn.b_k"]));
-    const v = a.map((r) => linear(r, W[p + "attn.w_v"], W[p + "attn.b_v"]));
-    if (CFG.positions === "rope") { q.forEach(rotate); k.forEach(rotate); }
-    const merged = x.map(() => new Float64Array(D)), layer = [];
-    const inv = 1 / Math.sqrt(DH);
-    for (let h = 0; h < H; h++) {
-      const lo = h * DH, rows = [];
-      for (let t = 0; t < T; t++) {
-        const scores = [];
-        for (let j = 0; j <= t; j++) {
-          let s = 0; for (let c = 0; c < DH; c++) { s += q[t][lo + c] * inv * k[j][lo + c]; }
-          scores.push(s);
-        }
-        const w = softmax(scores);
-        for (let c = 0; c < DH; c++) {
-          let z = 0; for (let j = 0; j <= t; j++) { z += w[j] * v[j][lo + c]; }
-          merged[t][lo + c] = z * keep[l][h];
-        }
-        rows.push(w);
-      }
-      layer.push(rows);
-    }
-    weights.push(layer);
-    merged.forEach((m, t) => {
-      const y = linear(m, W[p + "attn.w_o"], W[p + "attn.b_o"]);
-      for (let i = 0; i < D; i++) { x[t][i] += y[i]; }
-    });
-  }
-  const logits = x.map((row) => {
-    const f = layerNorm(row, W["ln_f.gamma"], W["ln_f.beta"]), z = new Array(CFG.vocab_size);
-    for (let c = 0; c < CFG.vocab_size; c++) {
-      let s = 0; for (let i = 0; i < D; i++) { s += f[i] * W.wte.data[c * D + i]; } z[c] = s;
-    }
-    return z;
-  });
-  return { weights: weights, logits: logits };
-}
 function argmax(xs) { let best = 0; xs.forEach((x, i) => { if (x > xs[best]) { best = i; } }); return best; }
 function show(pos) {
   const ids = run.ids, chars = ids.map((i) => ALPHABET[i]), k = run.targets[pos];
@@ -119,7 +62,7 @@ function show(pos) {
   const rows = [];
   for (let l = 0; l < CFG.n_layers; l++) {
     for (let h = 0; h < H; h++) {
-      const w = run.weights[l][h][pos], best = argmax(w), removed = run.keep[l][h] === 0;
+      const w = run.weights[l][h][pos].slice(0, pos + 1), best = argmax(w), removed = run.keep[l][h] === 0;
       const cells = w.map((x, j) => fill("ind_cell", {
         cls: (x >= DARK_FROM ? " lc-dark" : "") + (j === k ? " lc-target" : ""),
         w: fmt(x, 4), exact: x, char: esc(chars[j]) })).join("");
@@ -141,17 +84,18 @@ function keepMask() {
    token when null). */
 function update(pos) {
   const s = parse(field.value);
-  if (s.problem) {
-    error.textContent = fill("sequence_error", { problem: s.problem });
-    field.setAttribute("aria-invalid", "true");
+  if (s.problem) { field.setAttribute("aria-invalid", "true"); }
+  else { field.removeAttribute("aria-invalid"); }
+  if (s.problem || !W) {  // a sequence the model cannot read, or no weights to read it with
+    error.textContent = s.problem ? fill("sequence_error", { problem: s.problem }) : broken;
     out.hidden = true;
     run = null;
     return;
   }
-  error.textContent = ""; field.removeAttribute("aria-invalid");
-  const keep = keepMask(), f = forward(s.ids, keep);
-  run = { ids: s.ids, keep: keep, weights: f.weights, logits: f.logits,
-          targets: copyTargets(s.ids) };
+  error.textContent = "";
+  const keep = keepMask(), f = stack(W, CFG, s.ids, { headMask: keep });
+  run = { ids: s.ids, keep: keep, weights: f.self, targets: copyTargets(s.ids),
+          logits: f.final.map((row) => tiedLogits(W, CFG, row)) };
   slider.max = s.ids.length - 1;
   out.hidden = false;
   show(pos === null ? s.ids.length - 1 : Math.min(pos, s.ids.length - 1));

@@ -1,13 +1,15 @@
 /* The translation explorer: the sentence of the lists through the trained encoder, then
-   greedy decoding with the decoder (transformer.js), as attention_lib.TranslationModel.translate
-   does it; the grammar's translation as attention_lib.translate_by_rule makes it. */
+   greedy decoding with the decoder, one word at a time with a key-value cache (model.js), as
+   attention_lib.TranslationModel.translate does it; the grammar's translation as
+   attention_lib.translate_by_rule makes it. */
 const CONFIGS = DATA("configs"), SRC = DATA("sourceVocabulary"), TGT = DATA("targetVocabulary");
 const LEXICON = DATA("lexicon"), VERBS = DATA("verbs"), ADJECTIVES = DATA("adjectives");
 const HELD_OUT = DATA("heldOut"), SLOTS = DATA("slots"), NONE = DATA("none");
 const MAX_WORDS = DATA("maxWords"), MESSAGES = DATA("messages");
 const BOS = TGT.indexOf("<s>"), EOS = TGT.indexOf("</s>");
 const lists = SLOTS.map((name) => $(".lc-" + name)), headList = $(".lc-head");
-const status = $(".lc-status"), out = $(".lc-result");
+const out = $(".lc-result");
+const pick = onEachPick(4, MESSAGES, $(".lc-status"), $(".lc-error"), out);
 /* the grammar's translation: det noun [adj], det noun [adj], verb */
 function byRule(words) {
   const verbAt = words.findIndex((w) => VERBS.includes(w)), order = [];
@@ -26,17 +28,23 @@ function pairsNote(slots) {
     .map((p) => p[0] + " " + p[1]);
   return unseen.length ? fillText(MESSAGES.unseen, { pairs: unseen.join(", ") }) : MESSAGES.seen;
 }
-function translate(words) {
-  const memory = encoderForward(words.map((w) => SRC.indexOf(w)), "enc.", CONFIGS[0]).final;
-  const ids = [BOS];
+/* Greedy decoding: from the start mark, the most probable next word (or the end mark), one
+   position at a time, each reading the cache of the positions before; the words and the
+   cross-attention weights [layer][head][word][source word] of the positions that wrote them. */
+function translate(W, words) {
+  const [enc, dec] = CONFIGS, cache = newCache(dec);
+  const memory = stack(W, enc, words.map((w) => SRC.indexOf(w))).final;
+  const ids = [BOS], cross = Array.from({ length: dec.n_layers },
+                                        () => Array.from({ length: dec.n_heads }, () => []));
   for (let step = 0; step < MAX_WORDS; step++) {
-    const z = decoderForward(ids, memory, "dec.", CONFIGS[1]).logits[step];
+    const r = stack(W, dec, [ids[step]], { start: step, cache: cache, memory: memory });
+    const z = tiedLogits(W, dec, r.final[0]);
     let best = EOS;
     for (let v = EOS + 1; v < z.length; v++) { if (z[v] > z[best]) { best = v; } }
     if (best === EOS) { break; }
     ids.push(best);
+    r.cross.forEach((layer, l) => layer.forEach((head, h) => { cross[l][h].push(head[0]); }));
   }
-  const cross = ids.length > 1 ? decoderForward(ids, memory, "dec.", CONFIGS[1]).cross : null;
   return { said: ids.slice(1).map((i) => TGT[i]), cross: cross };
 }
 let run = null;
@@ -57,21 +65,16 @@ function draw() {
     pairs: pairsNote(run.slots), head: "layer " + (layer + 1) + ", head " + (head + 1),
     table: fill("tr_table", { heads: heads, rows: rows.join("") }) });
 }
-let latest = 0;  // a later pick wins over one still waiting for the weights
-async function update() {
-  const mine = ++latest, slots = {};
+function update() {
+  const slots = {};
   SLOTS.forEach((name, k) => { slots[name] = lists[k].value; });
-  if (!W) {
-    status.textContent = MESSAGES.loading;
-    try { await loadWeights(); } catch (e) { status.textContent = String(e.message || e); return; }
-  }
-  if (mine !== latest) { return; }
-  const source = SLOTS.map((name) => slots[name]).filter((w) => w !== NONE);
-  const t = translate(source);
-  run = { slots: slots, source: source, said: t.said, cross: t.cross };
-  draw();
-  status.textContent = "";
-  root.dataset.translation = t.said.join(" ");
+  pick((W) => {
+    const source = SLOTS.map((name) => slots[name]).filter((w) => w !== NONE);
+    const t = translate(W, source);
+    run = { slots: slots, source: source, said: t.said, cross: t.cross };
+    draw();
+    root.dataset.translation = t.said.join(" ");
+  });
 }
 activate();
 lists.forEach((el) => { el.addEventListener("change", update); });
