@@ -335,7 +335,7 @@ def test_cached_decoding_one_position_at_a_time_is_the_whole_sequence(engine, na
 
 def test_the_encoder_is_the_coreference_models_with_padding_forcing_and_removed_heads(engine):
     model = trained_models()[0]
-    cfg = engine_config(model.config, causal=False)
+    cfg = engine_config(model.config)  # an encoder: causal=False
     vocab = list(model.vocabulary)
     sentences = ["The dog didn't chase the cat because it was too fast",
                  "The girl didn't walk across the park because it was too sleepy"]

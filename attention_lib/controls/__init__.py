@@ -39,7 +39,7 @@ One module per control, its script beside it in ``assets/``:
 The four controls that run a trained model (the generator, the induction playground and the
 two explorers) compute with one engine, ``assets/model.js``: attention, layer norm, the
 feed-forward network, the block, the stack and cached decoding, in double precision with the
-operations of :mod:`attention_lib.gpt.layers`. Their weights travel as bytes that hold the
+operations of :mod:`attention_lib.model`. Their weights travel as bytes that hold the
 model's numbers exactly (float16 for the book's GPT, float32 for the trained encoder and
 translator, float64 for the induction model), with their length and CRC-32: in the element
 or, on the website, in a file of their own fetched when the reader first starts the control,

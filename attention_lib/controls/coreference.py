@@ -187,7 +187,7 @@ def coreference_explorer(
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result" data-probabilities="{html.escape(str(p.tolist()))}">{result}</div>
 {blob.markup("coreference")}"""
-    data = {"config": engine_config(model.config, causal=False), "layout": blob.layout,
+    data = {"config": engine_config(model.config), "layout": blob.layout,
             "vocabulary": list(model.vocabulary), "frame": co.FRAME,
             "nouns": list(co.AGENTS + co.PLACES),
             "classes": {"agents": list(co.AGENTS), "places": list(co.PLACES),

@@ -381,14 +381,26 @@ def pack_weights(params: Mapping[str, Any], names: Sequence[str], width: int,
     return Weights(layout, raw.tobytes())
 
 
-def engine_config(config: Any, *, prefix: str = "", causal: bool = True,
-                  cross: bool = False) -> dict[str, Any]:
+def engine_config(config: Any, *, prefix: str = "") -> dict[str, Any]:
     """A stack's sizes and wiring (a :class:`~attention_lib.GPTConfig`, parameters named with
-    ``prefix``) as the page's engine, ``assets/model.js``, reads them."""
+    ``prefix``) as the page's engine, ``assets/model.js``, reads them.
+
+    The engine runs what the book's trained models use: pre-norm blocks with layer norm, a
+    GELU network and attention biases, tied embeddings, no window; any other configuration
+    is refused with the field the page cannot run.
+    """
+    unsupported = {name: getattr(config, name) for name, value in
+                   (("norm", "layer"), ("norm_position", "pre"), ("ffn", "gelu"),
+                    ("attention_biases", True), ("tie_embeddings", True), ("window", None))
+                   if getattr(config, name) != value}
+    if unsupported:
+        raise ValueError(f"config has {unsupported}; the page's engine runs pre-norm blocks "
+                         "with layer norm, GELU, attention biases, tied embeddings and no window")
     return {"prefix": prefix, "vocab_size": config.vocab_size, "context": config.context,
             "d_model": config.d_model, "n_layers": config.n_layers, "n_heads": config.n_heads,
-            "attention_only": config.attention_only, "positions": config.positions,
-            "causal": causal, "cross": cross}
+            "n_kv_heads": config.kv_heads, "attention_only": config.attention_only,
+            "positions": config.positions, "causal": config.causal,
+            "cross": config.cross_attention}
 
 
 def sequence_field(ident: str, label: str, text: str, rules: str) -> str:

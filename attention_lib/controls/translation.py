@@ -203,8 +203,8 @@ def translation_explorer(
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result">{_result(model, slots, head)}</div>
 {blob.markup("translation")}"""
-    data = {"configs": [engine_config(model.configs[0], prefix="enc.", causal=False),
-                        engine_config(dec, prefix="dec.", cross=True)],
+    data = {"configs": [engine_config(model.configs[0], prefix="enc."),
+                        engine_config(dec, prefix="dec.")],
             "layout": blob.layout, "source_vocabulary": list(src_vocab),
             "target_vocabulary": list(tgt_vocab), "lexicon": tr.LEXICON,
             "verbs": list(tr.VERBS), "adjectives": list(tr.ADJECTIVES),

@@ -1,7 +1,7 @@
 /* The engine of every control that runs a trained model in the page (the text generator, the
    induction playground, the coreference and translation explorers): the weights, checked
    against the size and checksum the element gives, and the model's pieces, in double
-   precision with the operations of attention_lib.gpt.layers in the same order. Rows are
+   precision with the operations of attention_lib.model (the one model core) in order. Rows are
    Float64Arrays; parameters are {shape, data} by name; a model's sizes are `cfg`:
    {prefix, n_layers, n_heads, n_kv_heads, positions: "learned" | "rope" | "none",
    attention_only, causal, cross}, as attention_lib.controls.element.engine_config writes it. */
@@ -173,7 +173,7 @@ function rotate(row, pos, nHeads) {
 }
 function addRows(a, b) { return a.map((x, t) => x.map((v, i) => v + b[t][i])); }
 
-/* Multi-head attention (attention_lib.gpt.layers.attention_forward on one sequence).
+/* Multi-head attention (attention_lib.model.attention.attention_forward on one sequence).
    Queries from the rows `xs` (positions o.start, o.start + 1, ...); the keys and values of
    the rows `source` (xs for self-attention, a memory for cross-attention, none when the
    cache holds them all) are appended to o.cache = {k, v} (a fresh one when not given), and
