@@ -31,26 +31,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import (
-    array_of_shape,
-    as_real_array,
-    broadcast_shape,
-    check_causal_sizes,
-    check_flag,
-    common_float_dtype,
-    compute_dtype,
-    describe,
-    first_true,
-    head_size,
-    kv_group_size,
-    one_of,
-    optional_positive_int,
-    positive_int,
-    positive_ints,
-    random_generator,
-    real_number,
-    token_rows,
-)
+from . import _validation as check
 from .model.config import GPTConfig
 from .model.layers import feed_forward_forward, layer_norm_forward, rms_norm_forward
 from .model.params import draw_params, fan_in_std
@@ -125,22 +106,22 @@ def layer_norm(
     >>> layer_norm(np.array([[1.0, 3.0]]), gamma=[2.0, 2.0], beta=[0.5, 0.5], eps=0.0)
     array([[-1.5,  2.5]])
     """
-    xa = as_real_array(x, "x")
-    eps = real_number(eps, "eps", minimum=0.0)
+    xa = check.as_real_array(x, "x")
+    eps = check.real_number(eps, "eps", minimum=0.0)
     d = xa.shape[-1]
     params = {}
     for name, value in (("gamma", gamma), ("beta", beta)):
         if value is None:
             continue
-        pa = as_real_array(value, name)
+        pa = check.as_real_array(value, name)
         if pa.shape != (d,):
             raise ValueError(
-                f"{name} has {describe(pa)}; expected shape ({d},), one entry per feature "
-                f"of x ({describe(xa)})"
+                f"{name} has {check.describe(pa)}; expected shape ({d},), one entry per feature "
+                f"of x ({check.describe(xa)})"
             )
         params[name] = pa
-    dtype = common_float_dtype(xa, *params.values())
-    work = compute_dtype(dtype)  # float16 is computed in float32
+    dtype = check.common_float_dtype(xa, *params.values())
+    work = check.compute_dtype(dtype)  # float16 is computed in float32
     y, eps_rows, constant = _rescaled_rows(xa.astype(work, copy=False), eps, "constant")
     y = np.where(constant, work.type(0), y)  # a constant row is its mean: centred, exactly 0
     g, b = (None if n not in params else params[n].astype(work, copy=False)
@@ -170,7 +151,7 @@ def _rescaled_rows(x: np.ndarray, eps: float, kind: str
         degenerate = ~np.any(x, axis=-1, keepdims=True)
         why = "their root mean square is 0, so x / rms is 0 / 0"
     if eps == 0 and degenerate.any():
-        count, first = first_true(degenerate)
+        count, first = check.first_true(degenerate)
         raise ValueError(
             f"x has {count} {kind} row(s), the first at index {first[:-1]}, and eps=0: "
             f"{why}; expected eps > 0 (e.g. the default 1e-5) or rows that are not {kind}"
@@ -219,7 +200,7 @@ def feed_forward(
     >>> feed_forward(x, np.eye(2), np.zeros(2), np.eye(2), np.zeros(2))  # ReLU(x)
     array([[1., 0.]])
     """
-    one_of(activation, "activation", ("relu", "gelu"))
+    check.one_of(activation, "activation", ("relu", "gelu"))
     return _network(activation, x, {"w1": w1, "b1": b1, "w2": w2, "b2": b2})
 
 
@@ -263,13 +244,13 @@ def rms_norm(x: ArrayLike, gain: ArrayLike | None = None, *, eps: float = 1e-5) 
     >>> rms_norm(np.array([[1.0, 1.0]]), gain=[2.0, 0.5], eps=0.0)
     array([[2. , 0.5]])
     """
-    xa = as_real_array(x, "x")
-    eps = real_number(eps, "eps", minimum=0.0)
+    xa = check.as_real_array(x, "x")
+    eps = check.real_number(eps, "eps", minimum=0.0)
     d = xa.shape[-1]
-    params = [] if gain is None else [array_of_shape(
-        gain, "gain", (d,), what=f"({d},), one entry per feature of x ({describe(xa)})")]
-    dtype = common_float_dtype(xa, *params)
-    work = compute_dtype(dtype)  # float16 is computed in float32
+    params = [] if gain is None else [check.array_of_shape(
+        gain, "gain", (d,), what=f"({d},), one entry per feature of x ({check.describe(xa)})")]
+    dtype = check.common_float_dtype(xa, *params)
+    work = check.compute_dtype(dtype)  # float16 is computed in float32
     y, eps_rows, _ = _rescaled_rows(xa.astype(work, copy=False), eps, "all-zero")
     gain = params[0].astype(work, copy=False) if params else None
     return rms_norm_forward(y, gain, eps_rows)[0].astype(dtype, copy=False)
@@ -315,25 +296,25 @@ def _network(kind: str, x: ArrayLike, weights: dict[str, ArrayLike]) -> np.ndarr
     The first weight is a (d_model, d_ff) matrix; the others must have the shapes their
     names take in :func:`feed_forward` and :func:`swiglu`.
     """
-    xa = as_real_array(x, "x")
+    xa = check.as_real_array(x, "x")
     d_model = xa.shape[-1]
     (first, w), *rest = weights.items()
-    arrays = {first: as_real_array(w, first)}
+    arrays = {first: check.as_real_array(w, first)}
     if arrays[first].ndim != 2 or arrays[first].shape[0] != d_model:
-        raise ValueError(f"{first} has {describe(arrays[first])}; expected shape (d_model, d_ff) "
-                         f"with d_model={d_model} (the last axis of x)")
+        raise ValueError(f"{first} has {check.describe(arrays[first])}; expected shape "
+                         f"(d_model, d_ff) with d_model={d_model} (the last axis of x)")
     d_ff = arrays[first].shape[1]
     sizes = {"d_model": d_model, "d_ff": d_ff}
     shapes = {"b1": ("d_ff",), "w2": ("d_ff", "d_model"), "b2": ("d_model",),
               "w_up": ("d_model", "d_ff"), "w_down": ("d_ff", "d_model")}
     for name, a in rest:
         symbols = shapes[name]
-        arrays[name] = array_of_shape(
+        arrays[name] = check.array_of_shape(
             a, name, tuple(sizes[n] for n in symbols),
             what=f"({', '.join(symbols)}{',' * (len(symbols) == 1)}) (d_model={d_model}, "
                  f"d_ff={d_ff})")
-    dtype = common_float_dtype(xa, *arrays.values())
-    work = compute_dtype(dtype)  # float16 is computed in float32
+    dtype = check.common_float_dtype(xa, *arrays.values())
+    work = check.compute_dtype(dtype)  # float16 is computed in float32
     p = {name: a.astype(work, copy=False) for name, a in arrays.items()}
     out, _ = feed_forward_forward(kind, xa.astype(work, copy=False), p, "")
     return out.astype(dtype, copy=False)  # (..., n, d_model)
@@ -404,12 +385,12 @@ class TransformerBlock:
         cross_attention: bool = False,
         rng: np.random.Generator | None = None,
     ) -> None:
-        d_model = positive_int(d_model, "d_model")
-        d_ff = optional_positive_int(d_ff, "d_ff", 4 * d_model)
-        self.norm = one_of(norm, "norm", ("pre", "post"))
-        self.causal = check_flag(causal, "causal")
-        cross_attention = check_flag(cross_attention, "cross_attention")
-        rng = random_generator(rng, optional=True)
+        d_model = check.positive_int(d_model, "d_model")
+        d_ff = check.optional_positive_int(d_ff, "d_ff", 4 * d_model)
+        self.norm = check.one_of(norm, "norm", ("pre", "post"))
+        self.causal = check.check_flag(causal, "causal")
+        cross_attention = check.check_flag(cross_attention, "cross_attention")
+        rng = check.random_generator(rng, optional=True)
         self.d_model, self.d_ff = d_model, d_ff
         self.self_attn = MultiHeadAttention(d_model, num_heads, rng=rng)
         self.cross_attn = (MultiHeadAttention(d_model, num_heads, rng=rng)
@@ -484,24 +465,25 @@ class TransformerBlock:
         >>> y.shape, w["cross"].shape
         ((3, 8), (2, 3, 6))
         """
-        xa = token_rows(x, "x", self.d_model)
+        xa = check.token_rows(x, "x", self.d_model)
         if (memory is None) != (self.cross_attn is None):
             raise ValueError(
                 "memory is " + ("None" if memory is None else "given")
                 + "; expected memory exactly when the block has cross-attention "
                 + f"(cross_attention={self.cross_attn is not None})")
-        dtype = common_float_dtype(xa)  # of the result: float32 stays float32
-        work = compute_dtype(dtype)  # the weights are cast to it; float16 is computed in float32
+        dtype = check.common_float_dtype(xa)  # of the result: float32 stays float32
+        work = check.compute_dtype(dtype)  # the weights are cast to it (float16: float32)
         mem = None
         if self.cross_attn is not None:
-            mem = token_rows(memory, "memory", self.d_model).astype(work, copy=False)
-            if broadcast_shape(xa.shape[:-2], mem.shape[:-2]) is None:
+            mem = check.token_rows(memory, "memory", self.d_model).astype(work, copy=False)
+            if check.broadcast_shape(xa.shape[:-2], mem.shape[:-2]) is None:
                 raise ValueError(
-                    f"memory has {describe(mem)}, whose leading (batch) axes do not broadcast "
-                    f"with those of x {xa.shape[:-2]}; expected shapes numpy can broadcast"
+                    f"memory has {check.describe(mem)}, whose leading (batch) axes do not "
+                    f"broadcast with those of x {xa.shape[:-2]}; expected shapes numpy can "
+                    "broadcast"
                 )
         if self.causal:
-            check_causal_sizes(xa.shape[-2], xa.shape[-2])
+            check.check_causal_sizes(xa.shape[-2], xa.shape[-2])
         params = {name: a.astype(work, copy=False) for name, a in self._core_params().items()}
         y, w, wx, _ = block_forward(xa.astype(work, copy=False), params, self._config, "",
                                     memory=mem)
@@ -562,10 +544,10 @@ def block_parameter_count(
     >>> block_parameter_count(768)  # one GPT-2 small layer
     7087872
     """
-    d = positive_int(d_model, "d_model")
-    d_ff = optional_positive_int(d_ff, "d_ff", 4 * d)
-    attention_biases = check_flag(attention_biases, "attention_biases")
-    n_attn = 2 if check_flag(cross_attention, "cross_attention") else 1
+    d = check.positive_int(d_model, "d_model")
+    d_ff = check.optional_positive_int(d_ff, "d_ff", 4 * d)
+    attention_biases = check.check_flag(attention_biases, "attention_biases")
+    n_attn = 2 if check.check_flag(cross_attention, "cross_attention") else 1
     attention = n_attn * (4 * d * d + (4 * d if attention_biases else 0))
     ffn = 2 * d * d_ff + d_ff + d
     norms = (n_attn + 1) * 2 * d
@@ -617,9 +599,9 @@ def gpt_parameter_count(
     >>> gpt_parameter_count(12, 768, 50257, 1024, tied_output=False) - 124439808
     38597376
     """
-    n_layers, d, vocab_size, context = positive_ints(n_layers=n_layers, d_model=d_model,
+    n_layers, d, vocab_size, context = check.positive_ints(n_layers=n_layers, d_model=d_model,
                                                      vocab_size=vocab_size, context=context)
-    tied_output = check_flag(tied_output, "tied_output")
+    tied_output = check.check_flag(tied_output, "tied_output")
     blocks = n_layers * block_parameter_count(d, d_ff)
     output = 0 if tied_output else vocab_size * d  # (d_model, vocab_size), no bias
     return blocks + (vocab_size + context) * d + 2 * d + output
@@ -672,12 +654,12 @@ def llama_parameter_count(
     >>> llama_parameter_count(128256, 4096, 32, 32, 8, 14336)      # Llama 3 8B
     8030261248
     """
-    vocab_size, d, n_layers, n_heads, n_kv_heads, d_ff = positive_ints(
+    vocab_size, d, n_layers, n_heads, n_kv_heads, d_ff = check.positive_ints(
         vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
         n_kv_heads=n_kv_heads, d_ff=d_ff)
-    tie_embeddings = check_flag(tie_embeddings, "tie_embeddings")
-    d_head = head_size(d, n_heads, heads="n_heads")
-    kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
+    tie_embeddings = check.check_flag(tie_embeddings, "tie_embeddings")
+    d_head = check.head_size(d, n_heads, heads="n_heads")
+    check.kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
     attention = 2 * d * d + 2 * d * n_kv_heads * d_head  # W_Q, W_O; W_K, W_V
     mlp = 3 * d * d_ff  # W_gate, W_up, W_down
     norms = 2 * d  # before attention and before the network

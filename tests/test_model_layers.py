@@ -184,5 +184,5 @@ def test_hooks_refuse_what_would_be_silently_wrong():
                       hooks={"blocks.0.attn.heads": lambda h: h[..., :1]})
     with pytest.raises(ValueError, match="3 entries per layer"):
         al.gpt_logits(params, CONFIG, tokens, hooks=al.head_scale_hooks(np.ones((2, 3))))
-    with pytest.raises(TypeError, match="hooks is list"):
+    with pytest.raises(TypeError, match="hooks is a list"):
         al.gpt_logits(params, CONFIG, tokens, hooks=[])

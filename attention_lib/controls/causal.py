@@ -9,18 +9,7 @@ from numpy.typing import ArrayLike
 
 from .._validation import as_real_array, displayable, positive_int
 from ..attention import scaled_dot_product_attention, scaled_scores
-from .element import (
-    ControlElement,
-    assemble,
-    bar_row,
-    floats,
-    fmt,
-    labels,
-    piece,
-    uid,
-    vec,
-    weights_table,
-)
+from . import element as el
 
 __all__ = ["causal_stepper"]
 
@@ -33,7 +22,7 @@ def causal_stepper(
     *,
     start: int = 1,
     title: str = "Generate one token at a time: the new query, the mask and the cache",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""A browser-side stepper through causal generation, one position per step.
 
     Buttons "previous" and "next token" and a slider set the step :math:`t` (from 1 to
@@ -86,20 +75,20 @@ def causal_stepper(
                          "(n, d_k) and v of shape (n, d_v)")
     q, k, v = (displayable(a, name) for a, name in ((q, "q"), (k, "k"), (v, "v")))
     n = q.shape[0]
-    names = labels(tokens, n)
+    names = el.labels(tokens, n)
     t = positive_int(start, "start", what=f"a step from 1 to {n}")
     if t > n:
         raise ValueError(f"start={start}; expected a step from 1 to {n}")
     scores = displayable(scaled_scores(q, k), "the scores q k^T / sqrt(d_k)")  # (n, n), unmasked
     out, weights = scaled_dot_product_attention(q, k, v, causal=True)
-    data = {"tokens": names, "q": floats(q), "k": floats(k), "v": floats(v)}
-    ident = uid("causal", data, t, title)
-    now = piece("step_now", t=t, n=n, token=html.escape(names[t - 1]))
-    chips = "".join(piece("token_chip", **_chip(j, x, t)) for j, x in enumerate(names))
-    cache = "".join(piece("cache_item", j=j + 1, token=html.escape(names[j]),
-                          k=vec(k[j], 2), v=vec(v[j], 2)) for j in range(t))
-    rows = "".join(bar_row(f"{j + 1} {html.escape(x)}", float(weights[t - 1, j]), 3,
-                           fmt(scores[t - 1, j], 3) if j < t else "masked",
+    data = {"tokens": names, "q": el.floats(q), "k": el.floats(k), "v": el.floats(v)}
+    ident = el.uid("causal", data, t, title)
+    now = el.piece("step_now", t=t, n=n, token=html.escape(names[t - 1]))
+    chips = "".join(el.piece("token_chip", **_chip(j, x, t)) for j, x in enumerate(names))
+    cache = "".join(el.piece("cache_item", j=j + 1, token=html.escape(names[j]),
+                          k=el.vec(k[j], 2), v=el.vec(v[j], 2)) for j in range(t))
+    rows = "".join(el.bar_row(f"{j + 1} {html.escape(x)}", float(weights[t - 1, j]), 3,
+                           el.fmt(scores[t - 1, j], 3) if j < t else "masked",
                            "" if j < t else "lc-off")
                    for j, x in enumerate(names))
     body = f"""<div class="lc-controls">
@@ -115,11 +104,11 @@ disabled autocomplete="off"></div>
 <p>The cache holds the keys and values of positions 1 to <span class="lc-t">{t}</span>:</p>
 <ul class="lc-terms lc-cache">{cache}</ul>
 <p>Scores q<sub>t</sub>·k<sub>j</sub> / √d<sub>k</sub> and weights of the new query:</p>
-{weights_table(rows)}
-<p>output z<sub>t</sub> = <span class="lc-vec lc-output">{vec(out[t - 1], 3)}</span></p>"""
+{el.weights_table(rows)}
+<p>output z<sub>t</sub> = <span class="lc-vec lc-output">{el.vec(out[t - 1], 3)}</span></p>"""
     alt = (f"step through causal attention over {' '.join(names)}: at step t the new query "
            "sees positions 1 to t, the cache holds their keys and values")
-    return assemble("causal", ident, data, body, "causal.js", state=f"step t = {t}", alt=alt,
+    return el.assemble("causal", ident, data, body, "causal.js", state=f"step t = {t}", alt=alt,
                     title=title, templates=("bar_row", "score_cell", "step_now", "token_chip",
                                             "cache_item"))
 

@@ -17,17 +17,7 @@ import numpy as np
 
 from ..training import coreference as co
 from ..training.coreference import CoreferenceModel
-from .element import (
-    WEIGHT_MESSAGES,
-    ControlElement,
-    assemble,
-    engine_config,
-    fmt,
-    heat_cell,
-    pack_weights,
-    piece,
-    uid,
-)
+from . import element as el
 
 __all__ = ["coreference_explorer"]
 
@@ -39,7 +29,7 @@ MESSAGES = {
     "same": "pick two different nouns, so that “it” has two to choose from",
     "right": "the model is right",
     "wrong": "the model is wrong",
-    **WEIGHT_MESSAGES,
+    **el.WEIGHT_MESSAGES,
 }
 
 GROUPS = {
@@ -114,19 +104,19 @@ def _result(model: CoreferenceModel, words: dict[str, str]) -> tuple[str, np.nda
     answer = nouns[int(p[1] > p[0])]
     expected = nouns[0] if words["adjective"] in co.FIRST_ADJECTIVES else nouns[1]
     status = sentence_status(**words)
-    said = piece("coref_answer", answer=html.escape(answer), p=fmt(p.max(), 2),
+    said = el.piece("coref_answer", answer=html.escape(answer), p=el.fmt(p.max(), 2),
                  expected=html.escape(expected),
                  verdict=MESSAGES["right" if answer == expected else "wrong"])
     weights = model.it_weights(sentence)  # (L, h, n)
     n_layers, n_heads, _ = weights.shape
     rows = []
     for j, word in enumerate(sentence.split()):  # a row per word, a column per head
-        cells = "".join(heat_cell(w, 2) for w in weights[:, :, j].ravel())
-        rows.append(piece("heat_row", label=html.escape(word), cells=cells))
-    heads = "".join(piece("col_head", word=f"L{layer + 1} H{head + 1}")
+        cells = "".join(el.heat_cell(w, 2) for w in weights[:, :, j].ravel())
+        rows.append(el.piece("heat_row", label=html.escape(word), cells=cells))
+    heads = "".join(el.piece("col_head", word=f"L{layer + 1} H{head + 1}")
                     for layer in range(n_layers) for head in range(n_heads))
-    table = piece("coref_table", heads=heads, rows="".join(rows))
-    out = piece("coref_result", sentence=html.escape(sentence), answer=said,
+    table = el.piece("coref_table", heads=heads, rows="".join(rows))
+    out = el.piece("coref_result", sentence=html.escape(sentence), answer=said,
                 status=MESSAGES[status], table=table)
     return out, p
 
@@ -139,7 +129,7 @@ def coreference_explorer(
     second: str = "street",
     adjective: str = "tired",
     title: str = "The trained encoder resolves “it”, in this page",
-) -> ControlElement:
+) -> el.ControlElement:
     """The trained coreference encoder, run in the browser on a sentence the reader builds.
 
     Four lists pick the words of the frame "The *first* didn't *verb* the *second* because
@@ -178,8 +168,8 @@ def coreference_explorer(
     """
     words = {"first": first, "verb": verb, "second": second, "adjective": adjective}
     _check(model, words)
-    blob = pack_weights(model.params, list(model.params), 4, "the trained models round to them")
-    ident = uid("coreference", model.config.as_dict(), blob.check, words, title)
+    blob = el.pack_weights(model.params, list(model.params), 4, "the trained models round to them")
+    ident = el.uid("coreference", model.config.as_dict(), blob.check, words, title)
     result, p = _result(model, words)
     selects = "".join(_select(ident, slot, value) for slot, value in words.items())
     body = f"""<div class="lc-controls">{selects}</div>
@@ -187,7 +177,7 @@ def coreference_explorer(
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result" data-probabilities="{html.escape(str(p.tolist()))}">{result}</div>
 {blob.markup("coreference")}"""
-    data = {"config": engine_config(model.config), "layout": blob.layout,
+    data = {"config": el.engine_config(model.config), "layout": blob.layout,
             "vocabulary": list(model.vocabulary), "frame": co.FRAME,
             "nouns": list(co.AGENTS + co.PLACES),
             "classes": {"agents": list(co.AGENTS), "places": list(co.PLACES),
@@ -199,7 +189,7 @@ def coreference_explorer(
     alt = ("pick the two nouns, the verb and the adjective of the sentence; the trained "
            "encoder names the noun 'it' refers to and shows its weights from 'it', in the page")
     state = f"the sentence {co.FRAME.format(**words)!r}"
-    return assemble("coreference", ident, data, body,
+    return el.assemble("coreference", ident, data, body,
                     ("model.js", "coreference.js"),
                     state=state, alt=alt, title=title,
                     templates=("coref_result", "coref_answer", "coref_table", "col_head",

@@ -25,19 +25,7 @@ from ..gpt import (
     gpt_attention_weights,
     gpt_parameter_shapes,
 )
-from .element import (
-    TEMPLATES,
-    WEIGHT_MESSAGES,
-    ControlElement,
-    assemble,
-    dark,
-    engine_config,
-    fill,
-    fmt,
-    pack_weights,
-    piece,
-    uid,
-)
+from . import element as el
 
 __all__ = ["mulberry32", "text_generator"]
 
@@ -52,7 +40,7 @@ MESSAGES = {
     "seed": "the seed is a whole number from 0 to 4294967295",
     "waiting": "The weights ({size} MB) load when you first press Generate.",
     "generated": "Generated {n} characters at temperature {temperature} with seed {seed}.",
-    **WEIGHT_MESSAGES,
+    **el.WEIGHT_MESSAGES,
 }
 
 
@@ -62,10 +50,10 @@ def _prompt_problem(text: str, alphabet: str, context: int) -> str | None:
         return MESSAGES["empty"]
     bad = sorted(set(text) - set(alphabet), key=text.index)
     if bad:
-        return fill(MESSAGES["alphabet"], n=len(alphabet),
+        return el.fill(MESSAGES["alphabet"], n=len(alphabet),
                     chars=" ".join(json.dumps(c, ensure_ascii=False) for c in bad))
     if len(text) >= context:
-        return fill(MESSAGES["too_long"], most=context - 1, context=context)
+        return el.fill(MESSAGES["too_long"], most=context - 1, context=context)
     return None
 
 
@@ -99,7 +87,7 @@ def _char(c: str, where: str = "text") -> str:
     """A character as the page shows it (as the script's ``shown``): in the text a new line
     is ↵ and a break; in a head's strip ↵ alone; where it stands alone, a space is ␣."""
     if c == "\n":
-        return TEMPLATES["gen_newline"] if where == "text" else "↵"
+        return el.TEMPLATES["gen_newline"] if where == "text" else "↵"
     if c == " " and where == "alone":
         return "␣"
     return html.escape(c)
@@ -114,18 +102,18 @@ def _head_rows(chars: str, weights: np.ndarray, pos: int) -> str:
     for layer in range(n_layers):
         for head in range(n_heads):
             w = weights[layer, head, pos, :pos + 1]
-            cells = "".join(piece("gen_cell", w=fmt(w[j], 4), exact="", dark=dark(w[j]),
+            cells = "".join(el.piece("gen_cell", w=el.fmt(w[j], 4), exact="", dark=el.dark(w[j]),
                                   char=_char(chars[j], "strip"))
                             for j in range(first, pos + 1))
             top = int(np.argmax(w))
-            rows.append(piece("head_row", layer=layer + 1, head=head + 1, cells=cells,
+            rows.append(el.piece("head_row", layer=layer + 1, head=head + 1, cells=cells,
                               char=_char(chars[top], "alone"), back=pos - top, exact="",
-                              weight=fmt(w[top], 2)))
+                              weight=el.fmt(w[top], 2)))
     return "".join(rows)
 
 
 def _text(chars: str, n_prompt: int, pos: int) -> str:
-    return "".join(piece("gen_char", pos=j, char=_char(c),
+    return "".join(el.piece("gen_char", pos=j, char=_char(c),
                          cls=(" lc-prompt" if j < n_prompt else "")
                          + (" lc-sel" if j == pos else ""))
                    for j, c in enumerate(chars))
@@ -139,7 +127,7 @@ def text_generator(
     seed: int = 1,
     n_new: int = 90,
     title: str = "The book's model, running in this page",
-) -> ControlElement:
+) -> el.ControlElement:
     """A generator the reader drives: prompt, temperature, seed; then where each head looked.
 
     The reader edits the prompt, sets the temperature (0 is greedy) and the seed, and
@@ -187,7 +175,7 @@ def text_generator(
         raise ValueError(f"the model has tie_embeddings={cfg.tie_embeddings} and positions="
                          f"{cfg.positions!r}; the page runs tied models with learned or no "
                          "positions")
-    blob = pack_weights(params, list(gpt_parameter_shapes(cfg)), 2,
+    blob = el.pack_weights(params, list(gpt_parameter_shapes(cfg)), 2,
                         "round_to_half the model first")
     if not isinstance(prompt, str):
         raise TypeError(f"prompt={prompt!r}; expected a str")
@@ -205,10 +193,10 @@ def text_generator(
     pos = len(chars) - 1
     weights = gpt_attention_weights(params, cfg, out[None])[:, 0]  # (L, h, T, T)
 
-    ident = uid("generator", cfg.as_dict(), model.tokenizer.alphabet, prompt, temperature,
+    ident = el.uid("generator", cfg.as_dict(), model.tokenizer.alphabet, prompt, temperature,
                 seed, n_new, title, blob.check)
-    waiting = fill(MESSAGES["waiting"], size=fmt(len(blob.raw) / 1e6, 1))
-    data = {"config": engine_config(cfg), "layout": blob.layout,
+    waiting = el.fill(MESSAGES["waiting"], size=el.fmt(len(blob.raw) / 1e6, 1))
+    data = {"config": el.engine_config(cfg), "layout": blob.layout,
             "alphabet": model.tokenizer.alphabet, "n_new": n_new, "strip": STRIP,
             "n_prompt": int(ids.size), "generated": chars, "messages": MESSAGES}
     body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
@@ -219,7 +207,7 @@ spellcheck="false" aria-describedby="{ident}-err">
 <div class="lc-field"><label for="{ident}-temp">temperature</label>
 <input type="range" class="lc-temp" id="{ident}-temp" min="0" max="2" step="0.05"
 value="{temperature!r}" disabled>
-<output class="lc-num lc-temp-value" for="{ident}-temp">{fmt(temperature, 2)}</output></div>
+<output class="lc-num lc-temp-value" for="{ident}-temp">{el.fmt(temperature, 2)}</output></div>
 <div class="lc-field"><label for="{ident}-seed">seed</label>
 <input type="number" class="lc-seed" id="{ident}-seed" min="0" max="4294967295" step="1"
 value="{seed}" disabled autocomplete="off"></div>
@@ -240,9 +228,9 @@ last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</
 {blob.markup("book-gpt")}"""
     alt = ("type a prompt and pick a temperature; the trained model continues it in the page, "
            "and each attention head's weights from a chosen character are shaded")
-    state = (f"the prompt {prompt!r} continued at temperature {fmt(temperature, 2)} with "
+    state = (f"the prompt {prompt!r} continued at temperature {el.fmt(temperature, 2)} with "
              f"seed {seed}, and the heads at its last character")
-    return assemble("generator", ident, data, body,
+    return el.assemble("generator", ident, data, body,
                     ("model.js", "generator.js"), state=state, alt=alt,
                     title=title, templates=("gen_char", "gen_newline", "gen_cell", "head_row",
                                             "gen_error"))

@@ -21,19 +21,7 @@ from .._validation import index, positive_int
 from ..gpt import GPTConfig, gpt_attention_weights, gpt_logits, gpt_parameter_shapes
 from ..gpt.config import check_head_mask, check_params
 from ..softmax import softmax
-from .element import (
-    WEIGHT_MESSAGES,
-    ControlElement,
-    assemble,
-    dark,
-    engine_config,
-    fill,
-    fmt,
-    pack_weights,
-    piece,
-    sequence_field,
-    uid,
-)
+from . import element as el
 from .retrieval import SEPARATOR
 
 __all__ = ["INDUCTION_ALPHABET", "copy_targets", "induction_playground",
@@ -66,13 +54,13 @@ def _sequence_problem(text: str, n: int, context: int) -> tuple[str | None, list
     chars = list(re.sub(SEPARATOR, "", text))  # code points, as the script's [...text]
     alphabet = INDUCTION_ALPHABET[:n]
     if not chars:
-        return fill(MESSAGES["empty"], example=alphabet[:4] + alphabet[:4]), None
+        return el.fill(MESSAGES["empty"], example=alphabet[:4] + alphabet[:4]), None
     bad = list(dict.fromkeys(c for c in chars if c not in alphabet))
     if bad:
-        return fill(MESSAGES["not_token"], n=n, span=_span(n),
+        return el.fill(MESSAGES["not_token"], n=n, span=_span(n),
                     chars=" ".join(json.dumps(c, ensure_ascii=False) for c in bad)), None
     if len(chars) > context:
-        return fill(MESSAGES["too_long"], most=context, n=len(chars)), None
+        return el.fill(MESSAGES["too_long"], most=context, n=len(chars)), None
     return None, [alphabet.index(c) for c in chars]
 
 
@@ -153,7 +141,7 @@ def copy_targets(tokens: Any) -> np.ndarray:
 
 
 def _cell(w: float, char: str, target: bool) -> str:
-    return piece("ind_cell", cls=dark(w) + (" lc-target" if target else ""), w=fmt(w, 4),
+    return el.piece("ind_cell", cls=el.dark(w) + (" lc-target" if target else ""), w=el.fmt(w, 4),
                  exact="", char=html.escape(char))
 
 
@@ -165,7 +153,7 @@ def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarr
     that the markup shown before the script runs does not depend on the last bits.
     """
     k = int(targets[pos])
-    chips = "".join(piece("token_chip", j=j, token=html.escape(c), tail="",
+    chips = "".join(el.piece("token_chip", j=j, token=html.escape(c), tail="",
                           cls=" ".join(name for name, on in (("lc-new", j == pos),
                                                               ("lc-target", j == k),
                                                               ("lc-future", j > pos)) if on))
@@ -173,12 +161,12 @@ def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarr
     p = softmax(np.asarray(logits[pos], dtype=np.float64))
     top = int(np.argmax(p))
     slots = {"t": pos, "token": html.escape(chars[pos]),
-             "top": html.escape(INDUCTION_ALPHABET[top]), "p_top": fmt(p[top], 3)}
+             "top": html.escape(INDUCTION_ALPHABET[top]), "p_top": el.fmt(p[top], 3)}
     if k >= 0:
-        summary = piece("ind_copy", j=k - 1, k=k, next=html.escape(chars[k]),
-                        p_copy=fmt(p[INDUCTION_ALPHABET.index(chars[k])], 3), **slots)
+        summary = el.piece("ind_copy", j=k - 1, k=k, next=html.escape(chars[k]),
+                        p_copy=el.fmt(p[INDUCTION_ALPHABET.index(chars[k])], 3), **slots)
     else:
-        summary = piece("ind_fresh", **slots)
+        summary = el.piece("ind_fresh", **slots)
     rows = []
     n_layers, n_heads = weights.shape[:2]
     for layer in range(n_layers):
@@ -186,12 +174,12 @@ def _view(chars: str, weights: np.ndarray, logits: np.ndarray, targets: np.ndarr
             w = weights[layer, head, pos, :pos + 1]
             best = int(np.argmax(w))
             removed = not mask[layer, head]
-            rows.append(piece(
+            rows.append(el.piece(
                 "ind_head_row", layer=layer + 1, head=head + 1,
                 cls="lc-off" if removed else "", note=" (removed)" if removed else "",
                 cells="".join(_cell(float(w[j]), chars[j], j == k) for j in range(pos + 1)),
                 char=html.escape(chars[best]), back=pos - best, exact="",
-                weight=fmt(w[best], 2)))
+                weight=el.fmt(w[best], 2)))
     return {"chips": chips, "summary": summary, "rows": "".join(rows)}
 
 
@@ -203,7 +191,7 @@ def induction_playground(
     position: int | None = None,
     head_mask: Any = None,
     title: str = "The trained model, running in this page",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""An attention-only GPT run in the browser on a sequence of tokens the reader types.
 
     The reader edits the sequence (see :func:`parse_induction_sequence`); while it is valid,
@@ -282,8 +270,8 @@ def induction_playground(
     logits = gpt_logits(params, config, ids[None], head_mask=keep)[0]  # (T, V)
     view = _view(chars, weights, logits, copy_targets(ids), pos, keep)
 
-    blob = pack_weights(params, list(gpt_parameter_shapes(config)), 8)
-    ident = uid("induction", config.as_dict(), sequence, pos, keep.tolist(), title, blob.check)
+    blob = el.pack_weights(params, list(gpt_parameter_shapes(config)), 8)
+    ident = el.uid("induction", config.as_dict(), sequence, pos, keep.tolist(), title, blob.check)
     n = config.vocab_size
     rules = (f"One character per token: {_span(n)} ({n} tokens; spaces are skipped, so "
              f"you can group them). At most {config.context} tokens. Anything else is "
@@ -294,7 +282,7 @@ def induction_playground(
         f'{"" if keep[layer, head] else " checked"}><label for="{ident}-rm-{layer}-{head}">'
         f"remove L{layer + 1} H{head + 1}</label></div>"
         for layer in range(config.n_layers) for head in range(config.n_heads))
-    body = f"""{sequence_field(ident, "tokens", sequence, rules)}
+    body = f"""{el.sequence_field(ident, "tokens", sequence, rules)}
 <div class="lc-result" data-logits="{html.escape(json.dumps(logits[pos].tolist()))}">
 <ul class="lc-tokens lc-ind-tokens" aria-label="the tokens by position">{view["chips"]}</ul>
 <div class="lc-controls"><div class="lc-field lc-field-wide">
@@ -307,14 +295,14 @@ value="{pos}" disabled>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on
 positions 0 to t</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>
 <tbody>{view["rows"]}</tbody></table></div>"""
-    data = {"config": engine_config(config), "layout": blob.layout, "weights": blob.encoded,
+    data = {"config": el.engine_config(config), "layout": blob.layout, "weights": blob.encoded,
             "weights_check": blob.check, "alphabet": INDUCTION_ALPHABET[:n],
             "span": _span(n), "separator": SEPARATOR,
-            "messages": {**MESSAGES, **WEIGHT_MESSAGES}}
+            "messages": {**MESSAGES, **el.WEIGHT_MESSAGES}}
     alt = ("type a sequence of tokens with a repeat; the trained model runs in the page and "
            "shows where each head looks from a chosen position and what it predicts")
     state = f"the sequence {sequence.strip()} seen from position {pos}"
-    return assemble("induction", ident, data, body,
+    return el.assemble("induction", ident, data, body,
                     ("model.js", "induction.js"), state=state, alt=alt,
                     title=title, templates=("token_chip", "ind_cell", "ind_head_row",
                                             "ind_copy", "ind_fresh", "sequence_error"))

@@ -11,24 +11,15 @@ import numpy as np
 from .._validation import scale_range
 from ..attention import scaled_scores
 from ..saturation import projection_scale_weights
-from .element import (
-    ControlElement,
-    assemble,
-    floats,
-    fmt,
-    heat_cell,
-    piece,
-    scale_fields,
-    uid,
-)
+from . import element as el
 from .query import walkthrough
 
 __all__ = ["projection_scale_explorer"]
 
 
 def _heat_rows(tokens: Sequence[str], w: np.ndarray) -> str:
-    return "".join(piece("heat_row", label=html.escape(t),
-                         cells="".join(heat_cell(float(x)) for x in row))
+    return "".join(el.piece("heat_row", label=html.escape(t),
+                         cells="".join(el.heat_cell(float(x)) for x in row))
                    for t, row in zip(tokens, w, strict=True))
 
 
@@ -39,7 +30,7 @@ def projection_scale_explorer(
     scale_max: float = 30.0,
     step: float = 0.01,
     title: str = "Multiply W_Q and W_K by c: the attention weights sharpen",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""A browser-side explorer of the walkthrough's weights with ``W_Q`` and ``W_K`` times c.
 
     A slider and a number field set :math:`c` (from 0 to ``scale_max``); the element shows
@@ -79,19 +70,19 @@ def projection_scale_explorer(
     tokens, q, k, _ = walkthrough(example)
     largest = float(np.max(np.abs(scaled_scores(q, k))))
     c0, hi, step = scale_range(scale, scale_max, step, largest=largest, power=2)
-    data = {"tokens": tokens, "q": floats(q), "k": floats(k)}
-    ident = uid("proj", data, c0, hi, step, title)
+    data = {"tokens": tokens, "q": el.floats(q), "k": el.floats(k)}
+    ident = el.uid("proj", data, c0, hi, step, title)
     w = projection_scale_weights(example.x, example.w_q, example.w_k, [c0])[0]  # (n, n)
     head = "".join(f'<th scope="col">{html.escape(t)}</th>' for t in tokens)
     body = f"""<div class="lc-controls">
-{scale_fields(ident, "factor c", c0, hi, step)}
+{el.scale_fields(ident, "factor c", c0, hi, step)}
 </div>
 <p>Q and K are multiplied by c, so every score q·k<sub>j</sub> / √d<sub>k</sub> is multiplied
-by c² = <span class="lc-c2">{fmt(c0 * c0, 2)}</span>.</p>
+by c² = <span class="lc-c2">{el.fmt(c0 * c0, 2)}</span>.</p>
 <table class="lc-heat"><caption class="lc-hint">attention weights: one row per query,
 one column per key</caption><thead><tr><th scope="col">query \\ key</th>{head}</tr></thead>
 <tbody>{_heat_rows(tokens, w)}</tbody></table>"""
     alt = (f"slider for the factor c multiplying W_Q and W_K, showing the "
            f"{len(tokens)} x {len(tokens)} attention weights of {' '.join(tokens)}")
-    return assemble("proj", ident, data, body, "projection.js", state=f"c = {c0:g}", alt=alt,
+    return el.assemble("proj", ident, data, body, "projection.js", state=f"c = {c0:g}", alt=alt,
                     title=title, templates=("heat_cell", "heat_row", "scale_error"))

@@ -9,17 +9,7 @@ import numpy as np
 
 from .._validation import displayable, token_position
 from ..attention import project_qkv, scaled_dot_product_attention, scaled_scores
-from .element import (
-    ControlElement,
-    assemble,
-    bar_row,
-    floats,
-    fmt,
-    piece,
-    uid,
-    vec,
-    weights_table,
-)
+from . import element as el
 
 __all__ = ["query_picker"]
 
@@ -44,7 +34,7 @@ def query_picker(
     *,
     query: str | int = "sat",
     title: str = "Pick a query: its scores, its weights and its output",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""A browser-side view of one query of the walkthrough, built up term by term.
 
     The reader picks a token from a list. The element shows that token's scaled scores
@@ -85,32 +75,32 @@ def query_picker(
     i = token_position(tokens, query)
     scores = displayable(scaled_scores(q, k), "the scores of example")  # (n, n)
     out, weights = scaled_dot_product_attention(q, k, v)
-    data = {"tokens": tokens, "q": floats(q), "k": floats(k), "v": floats(v)}
-    ident = uid("query", data, i, title)
+    data = {"tokens": tokens, "q": el.floats(q), "k": el.floats(k), "v": el.floats(v)}
+    ident = el.uid("query", data, i, title)
     d_k = q.shape[-1]
     options = "".join(f'<option value="{j}"{" selected" if j == i else ""}>'
                       f"{html.escape(t)}</option>" for j, t in enumerate(tokens))
-    table = "".join(bar_row(html.escape(t), float(weights[i, j]), 4, fmt(scores[i, j], 4))
+    table = "".join(el.bar_row(html.escape(t), float(weights[i, j]), 4, el.fmt(scores[i, j], 4))
                     for j, t in enumerate(tokens))
     terms, total = [], np.zeros(v.shape[-1])
     for j, t in enumerate(tokens):
         term = weights[i, j] * v[j]
         total = total + term
-        terms.append(piece("term_item", label=html.escape(t),
-                           a=fmt(weights[i, j], 4), v=vec(v[j], 4), term=vec(term, 4),
-                           total=vec(total, 4)))
+        terms.append(el.piece("term_item", label=html.escape(t),
+                           a=el.fmt(weights[i, j], 4), v=el.vec(v[j], 4), term=el.vec(term, 4),
+                           total=el.vec(total, 4)))
     body = f"""<div class="lc-controls"><div class="lc-field">
 <label for="{ident}-query">query token</label>
 <select class="lc-query" id="{ident}-query" disabled autocomplete="off">{options}</select>
 </div></div>
 <p>Scores of <strong class="lc-name">{html.escape(tokens[i])}</strong> against each key,
 q·k<sub>j</sub> / √d<sub>k</sub> with d<sub>k</sub> = {d_k}, and the softmax of them:</p>
-{weights_table(table)}
+{el.weights_table(table)}
 <p>The output is the weighted sum of the value vectors, one term at a time:</p>
 <ol class="lc-terms">{"".join(terms)}</ol>
 <p>output z<sub><span class="lc-name">{html.escape(tokens[i])}</span></sub> =
-<span class="lc-vec lc-output">{vec(out[i], 4)}</span></p>"""
+<span class="lc-vec lc-output">{el.vec(out[i], 4)}</span></p>"""
     alt = (f"choose a query among {', '.join(tokens)}: its scores, weights and output "
            "as the weighted sum of the values")
-    return assemble("query", ident, data, body, "query.js", state=f"the query {tokens[i]!r}",
+    return el.assemble("query", ident, data, body, "query.js", state=f"the query {tokens[i]!r}",
                     alt=alt, title=title, templates=("bar_row", "score_cell", "term_item"))

@@ -15,16 +15,7 @@ from .._validation import displayable, weight_arrays
 from ..softmax import softmax
 from ..training import EXPORT_FORMAT, RETRIEVAL_PARAMS, retrieval_forward
 from ..training.retrieval import RETRIEVAL_SHAPES
-from .element import (
-    ControlElement,
-    assemble,
-    bar_row,
-    fill,
-    fmt,
-    piece,
-    sequence_field,
-    uid,
-)
+from . import element as el
 
 __all__ = ["SEPARATOR", "parse_retrieval_sequence", "retrieval_playground"]
 
@@ -110,27 +101,27 @@ def _sequence_problem(text: str, keys: Sequence[str], values: Sequence[str]
     span = {"keys": f"{keys[0]}–{keys[-1]}", "values": f"{values[0]}–{values[-1]}"}
     example = f"{keys[0]}{values[-1]} ? {keys[0]}"
     if not tokens:
-        return fill(MESSAGES["empty"], example=example), None
+        return el.fill(MESSAGES["empty"], example=example), None
     if tokens.count("?") != 1 or tokens.index("?") != len(tokens) - 2:
-        return fill(MESSAGES["no_query"], example=example), None
+        return el.fill(MESSAGES["no_query"], example=example), None
     pairs, query = tokens[:-2], tokens[-1]
     if not pairs:
         return MESSAGES["no_pair"], None
     if len(pairs) > len(keys):
-        return fill(MESSAGES["too_many"], n=len(keys)), None
+        return el.fill(MESSAGES["too_many"], n=len(keys)), None
     key_idx, value_idx = [], []
     for tok in pairs:
         split = next(((tok[:i], tok[i:]) for i in range(1, len(tok))
                       if tok[:i] in keys and tok[i:] in values), None)
         if split is None:
-            return fill(MESSAGES["not_pair"], token=tok, like=f"{keys[0]}{values[-1]}",
+            return el.fill(MESSAGES["not_pair"], token=tok, like=f"{keys[0]}{values[-1]}",
                         **span), None
         if keys.index(split[0]) in key_idx:
-            return fill(MESSAGES["twice"], key=split[0]), None
+            return el.fill(MESSAGES["twice"], key=split[0]), None
         key_idx.append(keys.index(split[0]))
         value_idx.append(values.index(split[1]))
     if query not in keys:
-        return fill(MESSAGES["not_key"], token=query, **span), None
+        return el.fill(MESSAGES["not_key"], token=query, **span), None
     return None, (key_idx, value_idx, list(keys).index(query))
 
 
@@ -183,7 +174,7 @@ def retrieval_playground(
     *,
     sequence: str = "c3 a7 f1 b1 h6 d0 ? f",
     title: str = "The trained soft dictionary, running in this page",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""The exported soft-dictionary model, run in the browser on a sequence the reader types.
 
     The reader edits a sequence in a text box. While it is valid (see
@@ -228,19 +219,19 @@ def retrieval_playground(
     doc, params = _load_model(model)
     keys, values = doc["vocabulary"]["keys"], doc["vocabulary"]["values"]
     key_idx, value_idx, query = parse_retrieval_sequence(sequence, doc["vocabulary"])
-    ident = uid("retrieval", doc, sequence, title)
+    ident = el.uid("retrieval", doc, sequence, title)
     logits, weights = retrieval_forward(params, [key_idx], [value_idx], [query])
     rules = (f"Allowed: 1 to {len(keys)} pairs separated by spaces (or tabs, or new lines), "
              f"each a key {keys[0]}–{keys[-1]} followed by a value {values[0]}–{values[-1]} "
              f"(like {keys[2 % len(keys)]}{values[3 % len(values)]}), no key twice; then ? and "
              "the key to look up. Anything else is refused with a message.")
-    body = f"""{sequence_field(ident, "sequence", sequence, rules)}
+    body = f"""{el.sequence_field(ident, "sequence", sequence, rules)}
 <div class="lc-result" data-logits="{html.escape(json.dumps(logits[0].tolist()))}">
 {_result(keys, values, key_idx, value_idx, query, logits[0], weights[0])}</div>"""
     alt = (f"type a sequence of key-value pairs and a query (keys {keys[0]}-{keys[-1]}, "
            f"values {values[0]}-{values[-1]}); the trained model's attention weights and "
            "answer are computed in the page")
-    return assemble("retrieval", ident,
+    return el.assemble("retrieval", ident,
                     {"model": doc, "separator": SEPARATOR, "messages": MESSAGES}, body,
                     "retrieval.js", state=f"the sequence {sequence}", alt=alt, title=title,
                     templates=("bar_row", "score_cell", "answer_stored", "answer_absent",
@@ -253,18 +244,18 @@ def _result(keys: Sequence[str], values: Sequence[str], key_idx: Sequence[int],
     """The answer and the table of weights, from the templates the script fills too."""
     probs = softmax(np.asarray(logits, dtype=np.float64))
     best = int(np.argmax(logits))
-    slots = {"answer": html.escape(values[best]), "p": fmt(probs[best], 3),
+    slots = {"answer": html.escape(values[best]), "p": el.fmt(probs[best], 3),
              "key": html.escape(keys[query])}
     if query in key_idx:
         stored = values[value_idx[list(key_idx).index(query)]]
-        answer = piece("answer_stored", stored=html.escape(stored),
+        answer = el.piece("answer_stored", stored=html.escape(stored),
                        verdict="right" if stored == values[best] else "wrong", **slots)
     else:
-        answer = piece("answer_absent", **slots)
+        answer = el.piece("answer_absent", **slots)
     rows = "".join(
-        bar_row(f"{j + 1} {html.escape(keys[kk] + values[vv])}"
+        el.bar_row(f"{j + 1} {html.escape(keys[kk] + values[vv])}"
                 + (" (looked up)" if kk == query else ""), float(weights[j]), 3, None,
                 "lc-mark" if kk == query else "")
         for j, (kk, vv) in enumerate(zip(key_idx, value_idx, strict=True)))
-    return piece("retrieval_result", answer=answer, key=html.escape(keys[query]),
+    return el.piece("retrieval_result", answer=answer, key=html.escape(keys[query]),
                  rows=rows)

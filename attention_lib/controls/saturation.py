@@ -12,17 +12,7 @@ from numpy.typing import ArrayLike
 from .._validation import as_real_array, check_flag, positive_int, scale_range
 from ..examples import SATURATION_SCORES
 from ..saturation import saturation_scores, saturation_stats
-from .element import (
-    ControlElement,
-    assemble,
-    bar_row,
-    floats,
-    fmt,
-    piece,
-    scale_fields,
-    uid,
-    weights_table,
-)
+from . import element as el
 
 __all__ = ["saturation_explorer"]
 
@@ -45,7 +35,7 @@ def saturation_explorer(
     step: float = 0.001,
     divide: bool = True,
     title: str = "Softmax saturation: scale, d_k and the division by √d_k",
-) -> ControlElement:
+) -> el.ControlElement:
     r"""A browser-side explorer of ``softmax(c * scores)``: weights, entropy, Jacobian size.
 
     The reader picks a row of scores (the tutorial's row, or one fixed random draw of a
@@ -119,22 +109,22 @@ def saturation_explorer(
     divide = check_flag(divide, "divide")
 
     tut_text = "[" + ", ".join(f"{x:g}" for x in tut) + "]"
-    rows = [{"label": tut_text, "d_k": None, "scores": floats(tut)}]
+    rows = [{"label": tut_text, "d_k": None, "scores": el.floats(tut)}]
     rows += [{"label": f"d_k = {d}", "d_k": d,
-              "scores": floats(saturation_scores(d, divide_by_sqrt_dk=False, n_keys=n_keys,
+              "scores": el.floats(saturation_scores(d, divide_by_sqrt_dk=False, n_keys=n_keys,
                                                  seed=seed))} for d in dims]
     largest = max(float(np.max(np.abs(r["scores"]))) for r in rows)
     c0, hi, step = scale_range(scale, scale_max, step, largest=largest)
     index = 0 if isinstance(start, str) else 1 + dims.index(start)
-    ident = uid("sat", rows, index, c0, hi, step, divide, title)
+    ident = el.uid("sat", rows, index, c0, hi, step, divide, title)
 
     row = rows[index]
     if row["d_k"] is None:
         s = tut.astype(np.float64)
-        formula = piece("formula_tutorial", scores=html.escape(tut_text))
+        formula = el.piece("formula_tutorial", scores=html.escape(tut_text))
     else:
         s = saturation_scores(row["d_k"], divide_by_sqrt_dk=divide, n_keys=n_keys, seed=seed)
-        formula = piece("formula_divided" if divide else "formula_undivided", d_k=row["d_k"])
+        formula = el.piece("formula_divided" if divide else "formula_undivided", d_k=row["d_k"])
     st = saturation_stats(s, c0)
     z = s * c0
     options = "".join(
@@ -143,7 +133,7 @@ def saturation_explorer(
         + (f"the tutorial's scores {html.escape(tut_text)}" if r["d_k"] is None
            else f"random q and keys, d_k = {r['d_k']}") + "</option>"
         for i, r in enumerate(rows))
-    table = "".join(bar_row(f"key {j + 1}", float(p), 3, fmt(z[j], 2))
+    table = "".join(el.bar_row(f"key {j + 1}", float(p), 3, el.fmt(z[j], 2))
                     for j, p in enumerate(st.weights))
     body = f"""<div class="lc-controls">
 <div class="lc-field"><label for="{ident}-row">scores</label>
@@ -152,21 +142,21 @@ def saturation_explorer(
 {" checked" if divide else ""} disabled autocomplete="off"><label for="{ident}-divide">divide by
 √d<sub>k</sub></label><span class="lc-hint lc-divide-hint"{"" if row["d_k"] is None else " hidden"}>
 (not for the tutorial's row, which has no d<sub>k</sub>)</span></div>
-{scale_fields(ident, "scale c", c0, hi, step)}
+{el.scale_fields(ident, "scale c", c0, hi, step)}
 </div>
 <p>scores c·s: <span class="lc-formula">{formula}</span></p>
-{weights_table(table, "p")}
-<p class="lc-stats"><span>entropy <span class="lc-entropy">{fmt(st.entropy, 3)}</span> nats
-(uniform: log n = <span class="lc-logn">{fmt(math.log(len(s)), 3)}</span>)</span>
-<span>‖J‖<sub>F</sub> = <span class="lc-jnorm">{fmt(st.jacobian_norm, 4)}</span></span>
-<span>largest |J<sub>ij</sub>| = <span class="lc-jmax">{fmt(st.jacobian_max, 4)}</span></span>
+{el.weights_table(table, "p")}
+<p class="lc-stats"><span>entropy <span class="lc-entropy">{el.fmt(st.entropy, 3)}</span> nats
+(uniform: log n = <span class="lc-logn">{el.fmt(math.log(len(s)), 3)}</span>)</span>
+<span>‖J‖<sub>F</sub> = <span class="lc-jnorm">{el.fmt(st.jacobian_norm, 4)}</span></span>
+<span>largest |J<sub>ij</sub>| = <span class="lc-jmax">{el.fmt(st.jacobian_max, 4)}</span></span>
 </p>"""
     state = (f"c = {c0:g} on the tutorial's scores" if row["d_k"] is None
              else f"c = {c0:g}, d_k = {row['d_k']}, "
              + ("divided by √d_k" if divide else "not divided"))
     alt = (f"explorer of softmax(c × scores) for the scores {tut_text} and random scores at "
            f"d_k = {', '.join(map(str, dims))}: weights, entropy and softmax Jacobian size")
-    return assemble("saturation", ident, {"rows": rows}, body, "saturation.js", state=state,
+    return el.assemble("saturation", ident, {"rows": rows}, body, "saturation.js", state=state,
                     alt=alt, title=title,
                     templates=("bar_row", "score_cell", "scale_error", "formula_tutorial",
                                "formula_divided", "formula_undivided"))

@@ -16,18 +16,7 @@ import numpy as np
 
 from ..training import translation as tr
 from ..training.translation import TranslationModel, translate_by_rule
-from .element import (
-    WEIGHT_MESSAGES,
-    ControlElement,
-    assemble,
-    dark,
-    engine_config,
-    fill,
-    fmt,
-    pack_weights,
-    piece,
-    uid,
-)
+from . import element as el
 
 __all__ = ["parse_translation_source", "translation_explorer"]
 
@@ -47,7 +36,7 @@ MESSAGES = {
     "seen": "Every adjective–noun pair of this sentence occurs in the training sentences.",
     "unseen": "Never in a training sentence: {pairs}.",
     "no_pair": "This sentence has no adjective.",
-    **WEIGHT_MESSAGES,
+    **el.WEIGHT_MESSAGES,
 }
 
 
@@ -96,7 +85,7 @@ def _pairs_note(slots: dict[str, str]) -> str:
     if not pairs:
         return MESSAGES["no_pair"]
     unseen = [f"{a} {n}" for a, n in pairs if (a, n) in held]
-    return fill(MESSAGES["unseen"], pairs=", ".join(unseen)) if unseen else MESSAGES["seen"]
+    return el.fill(MESSAGES["unseen"], pairs=", ".join(unseen)) if unseen else MESSAGES["seen"]
 
 
 def _result(model: TranslationModel, slots: dict[str, str], head: tuple[int, int]) -> str:
@@ -109,14 +98,14 @@ def _result(model: TranslationModel, slots: dict[str, str], head: tuple[int, int
         gold = rule.split()
         for j, word in enumerate(said.split()):
             cells = "".join(
-                piece("align_cell", w=fmt(x, 4), exact="", weight=fmt(x, 2), dark=dark(x),
-                      gold=" lc-gold" if j < len(gold) and gold[j] == word
-                      and alignment[j] == i else "")
+                el.piece("align_cell", w=el.fmt(x, 4), exact="", weight=el.fmt(x, 2),
+                         dark=el.dark(x), gold=" lc-gold" if j < len(gold) and gold[j] == word
+                         and alignment[j] == i else "")
                 for i, x in enumerate(w[j]))
-            rows.append(piece("heat_row", label=html.escape(word), cells=cells))
-    heads = "".join(piece("col_head", word=html.escape(x)) for x in source.split())
-    table = piece("tr_table", heads=heads, rows="".join(rows))
-    return piece("tr_result", source=html.escape(source), translation=html.escape(said),
+            rows.append(el.piece("heat_row", label=html.escape(word), cells=cells))
+    heads = "".join(el.piece("col_head", word=html.escape(x)) for x in source.split())
+    table = el.piece("tr_table", heads=heads, rows="".join(rows))
+    return el.piece("tr_result", source=html.escape(source), translation=html.escape(said),
                  rule=html.escape(rule), verdict=MESSAGES["same" if said == rule else "different"],
                  pairs=_pairs_note(slots), head=f"layer {head[0] + 1}, head {head[1] + 1}",
                  table=table)
@@ -128,7 +117,7 @@ def translation_explorer(
     source: str = "the big dog sees a small cat",
     head: tuple[int, int] = (1, 0),
     title: str = "The trained encoder-decoder translates, in this page",
-) -> ControlElement:
+) -> el.ControlElement:
     """The trained toy translator, run in the browser on a sentence the reader builds.
 
     Seven lists pick the source words (a determiner, an adjective or none, a noun, a verb,
@@ -180,8 +169,8 @@ def translation_explorer(
         raise ValueError(f"head={head!r}; expected (layer, head) with layer below "
                          f"{dec.n_layers} and head below {dec.n_heads}")
     head = (int(head[0]), int(head[1]))
-    blob = pack_weights(model.params, list(model.params), 4, "the trained models round to them")
-    ident = uid("translation", blob.check, slots, head, title)
+    blob = el.pack_weights(model.params, list(model.params), 4, "the trained models round to them")
+    ident = el.uid("translation", blob.check, slots, head, title)
     lists = []
     for name, label, choices in SLOTS:
         options = "".join(f'<option value="{html.escape(c)}"'
@@ -203,8 +192,8 @@ def translation_explorer(
 <p class="lc-status lc-hint" role="status" aria-live="polite"></p>
 <div class="lc-result">{_result(model, slots, head)}</div>
 {blob.markup("translation")}"""
-    data = {"configs": [engine_config(model.configs[0], prefix="enc."),
-                        engine_config(dec, prefix="dec.")],
+    data = {"configs": [el.engine_config(model.configs[0], prefix="enc."),
+                        el.engine_config(dec, prefix="dec.")],
             "layout": blob.layout, "source_vocabulary": list(src_vocab),
             "target_vocabulary": list(tgt_vocab), "lexicon": tr.LEXICON,
             "verbs": list(tr.VERBS), "adjectives": list(tr.ADJECTIVES),
@@ -213,7 +202,7 @@ def translation_explorer(
             "max_words": tr.TARGET_CONTEXT - 1, "messages": MESSAGES}
     alt = ("build a sentence from lists; the trained encoder-decoder translates it in the page "
            "and shows a cross-attention head over the source words, the alignment outlined")
-    return assemble("translation", ident, data, body,
+    return el.assemble("translation", ident, data, body,
                     ("model.js", "translation.js"),
                     state=f"the sentence {_sentence(slots)!r}", alt=alt, title=title,
                     templates=("tr_result", "tr_table", "col_head", "heat_row",

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import describe
+from .._validation import as_real_array, describe, mapping, one_of
 from .config import GPTConfig
 
 __all__ = ["capture_hooks", "hook_sites", "head_scale_hooks"]
@@ -83,9 +83,7 @@ def check_hooks(hooks: Any, config: GPTConfig) -> dict[str, Hook] | None:
     """``hooks`` as a dict of callables at sites of ``config``'s model, or None."""
     if hooks is None:
         return None
-    if not isinstance(hooks, Mapping):
-        raise TypeError(f"hooks is {type(hooks).__name__}; expected a dict "
-                        "{site: function} (see hook_sites)")
+    hooks = mapping(hooks, "hooks")  # {site: function}, sites of hook_sites(config)
     sites = hook_sites(config)
     unknown = [site for site in hooks if site not in sites]
     if unknown:
@@ -193,12 +191,11 @@ def head_scale_hooks(scales: Any, *, sublayer: str = "attn") -> dict[str, Hook]:
     >>> sorted(hooks)
     ['blocks.0.attn.heads', 'blocks.1.attn.heads']
     """
-    if sublayer not in ("attn", "cross"):
-        raise ValueError(f"sublayer={sublayer!r}; expected 'attn' or 'cross'")
+    one_of(sublayer, "sublayer", ("attn", "cross"))
     m = np.asarray(scales)
-    if m.ndim != 2 or m.dtype.kind not in "biuf":
-        raise ValueError(f"scales has {describe(m)}; expected a (n_layers, n_heads) array of "
-                         "numbers")
+    m = as_real_array(m.astype(np.float64) if m.dtype == np.bool_ else m, "scales", min_ndim=2)
+    if m.ndim != 2:
+        raise ValueError(f"scales has {describe(m)}; expected (n_layers, n_heads)")
 
     def scaled(row: np.ndarray) -> Hook:
         def hook(heads: np.ndarray) -> np.ndarray:

@@ -44,15 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._validation import (
-    index_array,
-    kv_group_size,
-    one_of,
-    optional_positive_int,
-    positive_int,
-    positive_ints,
-    weight_arrays,
-)
+from .. import _validation as check
 from ..masks import sliding_window_mask
 from ..model.layers import embedding_backward
 from ..model.loss import cross_entropy
@@ -73,16 +65,16 @@ MULTIHEAD_SHAPES = {"key_embed": ("n_keys", "d"), "value_embed": ("f", "n_values
 
 
 def _params(params: Any) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    p, dims = weight_arrays(params, MULTIHEAD_SHAPES, "params", extra="ignore")
-    kv_group_size(dims["h"], dims["h_kv"], heads="query heads (params['w_q'] axis 1)",
+    p, dims = check.weight_arrays(params, MULTIHEAD_SHAPES, "params", extra="ignore")
+    check.kv_group_size(dims["h"], dims["h_kv"], heads="query heads (params['w_q'] axis 1)",
                   kv_heads="key/value heads (params['w_k'] axis 1)")
     return p, dims
 
 
 def _options(attention: Any, window: Any) -> tuple[str, int | None]:
-    attention = one_of(attention, "attention", ATTENTIONS)
+    attention = check.one_of(attention, "attention", ATTENTIONS)
     if window is not None:
-        window = positive_int(window, "window", what="the number of pairs the query sees")
+        window = check.positive_int(window, "window", what="the number of pairs the query sees")
         if attention != "softmax":
             raise ValueError(f"window={window} with attention={attention!r}; a window is a "
                              "mask on the softmax, so expected attention='softmax' or no window")
@@ -121,7 +113,7 @@ def _forward(p: dict[str, np.ndarray], keys: np.ndarray, values: np.ndarray,
 
 def _codes(values: ArrayLike, dims: dict[str, int], name: str = "values") -> np.ndarray:
     """Stored codes: ints from 0 to n_values**n_symbols - 1, shape (B, n_pairs)."""
-    return index_array(values, dims["n_values"] ** dims["f"], name, ndim=2)
+    return check.index_array(values, dims["n_values"] ** dims["f"], name, ndim=2)
 
 
 def multihead_retrieval_forward(
@@ -184,9 +176,9 @@ def multihead_retrieval_forward(
     """
     p, dims = _params(params)
     attention, window = _options(attention, window)
-    keys = index_array(keys, dims["n_keys"], "keys", ndim=2)
+    keys = check.index_array(keys, dims["n_keys"], "keys", ndim=2)
     values = _codes(values, dims)
-    query = index_array(query, dims["n_keys"], "query", ndim=1)
+    query = check.index_array(query, dims["n_keys"], "query", ndim=1)
     if values.shape != keys.shape or query.shape != keys.shape[:1]:
         raise ValueError(f"keys {keys.shape}, values {values.shape}, query {query.shape}; "
                          "expected keys and values of shape (B, n_pairs) and query (B,)")
@@ -253,8 +245,8 @@ def multihead_retrieval_loss_and_grads(
     if not isinstance(data, RetrievalData):
         raise TypeError(f"data is a {type(data).__name__}; expected RetrievalData")
     _codes(data.values, dims, "data.values")
-    index_array(data.keys, dims["n_keys"], "data.keys", ndim=2)
-    index_array(data.query, dims["n_keys"], "data.query", ndim=1)
+    check.index_array(data.keys, dims["n_keys"], "data.keys", ndim=2)
+    check.index_array(data.query, dims["n_keys"], "data.query", ndim=1)
     _codes(data.answer[:, None], dims, "data.answer")
     return _loss_and_grads(p, data, attention, window)
 
@@ -324,10 +316,10 @@ def multihead_retrieval_task(
     ('multihead_retrieval', 1, 'softmax')
     """
     n_pairs, n_keys, n_values = _retrieval_sizes(n_pairs, n_keys, n_values)
-    n_heads, d_head, d_model, n_symbols = positive_ints(n_heads=n_heads, d_head=d_head,
+    n_heads, d_head, d_model, n_symbols = check.positive_ints(n_heads=n_heads, d_head=d_head,
                                                         d_model=d_model, n_symbols=n_symbols)
-    n_kv_heads = optional_positive_int(n_kv_heads, "n_kv_heads", n_heads)
-    kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
+    n_kv_heads = check.optional_positive_int(n_kv_heads, "n_kv_heads", n_heads)
+    check.kv_group_size(n_heads, n_kv_heads, heads="n_heads", kv_heads="n_kv_heads")
     attention, window = _options(attention, window)
     n_codes = n_values**n_symbols
     sizes = dict(n_keys=n_keys, n_values=n_values, d=d_model, h=n_heads, h_kv=n_kv_heads,
