@@ -92,8 +92,12 @@ executed-tests: $(STAMP)
 
 # Not part of `make test` (the build's run is compared instead): strict nbval over the
 # chapters and their plain copies, each notebook executed again, two at a time.
+# Each kernel's BLAS gets its share of the CPUs (OpenBLAS's threads spin; tools/build_book.py).
+KERNEL_BLAS_THREADS = $(shell $(PYTHON) -c "import os; print(max(1, (os.cpu_count() or 1) // $(TEST_WORKERS)))")
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$(KERNEL_BLAS_THREADS)} \
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(KERNEL_BLAS_THREADS)} \
+	    $(BIN)/python -m pytest --nbval -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile \
 	    chapters colab --durations=10
 
 site-tests: $(STAMP)
