@@ -16,12 +16,13 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks site-tests lab-tests env-tests lab bench bench-store bench-site train-model induction-seeds clean distclean
+.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
-	@echo "make test   lint, unit + property tests, nbval over every chapter, strict build, site,"
-	@echo "            JupyterLab and Binder-environment tests"
+	@echo "make test   lint, unit + property tests, the strict build (each chapter's run in the"
+	@echo "            book's environment, compared with the stored outputs), site, JupyterLab"
+	@echo "            and reader-environment tests; prints each stage's time"
 	@echo "make serve  serve _build/html on http://127.0.0.1:$(PORT)"
 	@echo "make lab    JupyterLab on the chapters"
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
@@ -39,8 +40,14 @@ $(STAMP): requirements.txt pyproject.toml
 
 # Notebooks execute when Sphinx reads them, and Sphinx re-reads only pages whose
 # source changed. The notebooks also depend on attention_lib (its code and the
-# data it ships), so when that changes every page is re-read (--all).
-INPUTS_HASH = $(shell find attention_lib -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+# data it ships) and on the pinned packages, so when those change every page is re-read
+# (--all): the executed notebooks in _build/jupyter_execute are then always today's, and
+# `make test` checks them instead of running the chapters again.
+INPUTS_HASH = $(shell { find attention_lib -type f -not -path '*/__pycache__/*' | LC_ALL=C sort; echo requirements.txt; } | xargs cat | sha256sum | cut -c1-16)
+# Pages read (and so notebooks executed) at once: tools/build_book.py, at most 2 by default.
+BOOK_JOBS ?= $(shell $(PYTHON) -c "import os; print(min(os.cpu_count() or 1, 2))")
+# pytest-xdist workers for the unit tests and the reader-environment runs.
+TEST_WORKERS ?= $(BOOK_JOBS)
 INPUTS_STAMP := _build/.inputs-hash
 
 # The build typesets the maths with MathJax in node (_ext/fast_pages.py); its npm
@@ -58,10 +65,10 @@ $(NODE_STAMP): _ext/node/package.json _ext/node/package-lock.json
 book: $(STAMP) $(NODE_STAMP)
 	@mkdir -p _build
 	@if [ "$$(cat $(INPUTS_STAMP) 2>/dev/null)" != "$(INPUTS_HASH)" ]; then \
-	    echo "attention_lib changed: every page is read and every notebook executed"; \
-	    $(BIN)/jupyter-book build . $(BUILD_FLAGS) --all; \
+	    echo "attention_lib or requirements.txt changed: every page is read and every notebook executed"; \
+	    $(BIN)/python tools/build_book.py --jobs $(BOOK_JOBS) . $(BUILD_FLAGS) --all; \
 	else \
-	    $(BIN)/jupyter-book build . $(BUILD_FLAGS); \
+	    $(BIN)/python tools/build_book.py --jobs $(BOOK_JOBS) . $(BUILD_FLAGS); \
 	fi
 	@echo "$(INPUTS_HASH)" > $(INPUTS_STAMP)
 	@echo "The website is in $(CURDIR)/_build/html/index.html (make serve to browse it)"
@@ -74,14 +81,27 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-unit: $(STAMP)
-	$(BIN)/python -m pytest --durations=5
+# With N test processes (or kernels) at once, each one's BLAS gets the CPUs divided by N:
+# OpenBLAS's threads wait for work by spinning, and with a thread per CPU in each of two
+# processes the book model's two-step replay took 97 s instead of 7.5 s on 2 CPUs.
+BLAS_SHARE = $(shell $(PYTHON) -c "import os; print(max(1, (os.cpu_count() or 1) // $(TEST_WORKERS)))")
+SHARED_BLAS = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$(BLAS_SHARE)} \
+	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(BLAS_SHARE)} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-$(BLAS_SHARE)}
 
-# Strict nbval: every stored text output must come back identical. The set of
-# notebooks in chapters/ equals the set in _toc.yml (tests/test_book_layout.py);
-# colab/ holds their plain-Markdown copies (tools/plain_notebooks.py), run the same way.
+unit: $(STAMP)
+	$(SHARED_BLAS) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
+
+# The build's run of each chapter (_build/jupyter_execute) compared with the outputs stored
+# in chapters/ under nbval's strict rules, and with the plain copies in colab/ (their
+# outputs and the {eval} values in their prose): tests/book, after `make book`.
+executed-tests: $(STAMP)
+	$(BIN)/python -m pytest tests/book
+
+# Not part of `make test` (the build's run is compared instead): strict nbval over the
+# chapters and their plain copies, each notebook executed again, two at a time.
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest --nbval -p no:cacheprovider chapters colab --durations=10
+	$(SHARED_BLAS) $(BIN)/python -m pytest --nbval -p no:cacheprovider -n $(TEST_WORKERS) \
+	    --dist loadfile chapters colab --durations=10
 
 site-tests: $(STAMP)
 	$(BIN)/python -m pytest tests/website
@@ -90,12 +110,22 @@ site-tests: $(STAMP)
 lab-tests: $(STAMP)
 	$(BIN)/python -m pytest tests/lab
 
-# A fresh environment from binder/requirements.txt runs every chapter, in chapters/
-# and alone in an empty folder (Binder and Colab), without the book's build tools.
-env-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/environments
+# A fresh environment from binder/requirements.txt (tools/reader_env.py, in
+# _build/reader-env; `make test` makes it while the other stages run) runs every chapter
+# alone in an empty folder (Colab, and Binder), without the book's build tools.
+READER_ENV ?= $(CURDIR)/_build/reader-env
+reader-env: $(STAMP)
+	$(BIN)/python tools/reader_env.py $(READER_ENV)
 
-test: lint unit notebooks book site-tests lab-tests env-tests
+env-tests: $(STAMP)
+	@test -f $(READER_ENV)/.ready || $(MAKE) --no-print-directory reader-env
+	READER_ENV=$(READER_ENV) $(BIN)/python -m pytest tests/environments -n $(TEST_WORKERS)
+
+# Each stage in order (tools/test_stages.py): lint, unit, book, executed-tests, site-tests,
+# lab-tests, env-tests, with the reader's environment made beside them; prints each stage's
+# time and how often each chapter ran.
+test: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python tools/test_stages.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters
@@ -103,7 +133,8 @@ lab: $(STAMP)
 # `make bench` writes its results to _build/bench/ (untracked) and prints where;
 # `make bench-store` rewrites the packaged results that the chapters read
 # (attention_lib/data/attention_benchmark.json, gpt_benchmark.json and modern_benchmark.json),
-# so the next `make book` executes every notebook again.
+# so the next `make book` executes every notebook again; then it runs the script again,
+# quickly, and checks that it writes what the stored file holds (pytest --retrain).
 bench: $(STAMP)
 	@for script in benchmarks/bench_*.py; do \
 	    [ -e "$$script" ] || { echo "no benchmarks yet"; break; }; \
@@ -114,16 +145,21 @@ bench-store: $(STAMP)
 	$(BIN)/python benchmarks/bench_attention.py --store
 	$(BIN)/python benchmarks/bench_gpt.py --store
 	$(BIN)/python benchmarks/bench_modern.py --store
+	$(BIN)/python -m pytest tests/test_modern_benchmark.py --retrain
 
 # Trains the book's Shakespeare model (tens of minutes on 2 cores) and writes it into the
-# package, attention_lib/data/book_gpt.npz.
+# package, attention_lib/data/book_gpt.npz; then trains its first steps again and compares
+# them with the stored record (pytest --retrain).
 train-model: $(STAMP)
 	$(BIN)/python tools/train_book_model.py
+	$(BIN)/python -m pytest tests/test_gpt_stored.py --retrain
 
 # Trains chapter 19's induction model from six seeds (about two minutes) and stores what each
-# reached, attention_lib/data/induction_seeds.json.
+# reached, attention_lib/data/induction_seeds.json; then trains seed 1 again and compares it
+# with its stored row (pytest --retrain).
 induction-seeds: $(STAMP)
 	$(BIN)/python tools/induction_seeds.py
+	$(BIN)/python -m pytest tests/test_induction_seeds.py --retrain
 
 # Lighthouse (npm, pinned in benchmarks/lighthouse/package-lock.json, installed into
 # _build/lighthouse) with the system Chromium, on the built site served gzip-compressed

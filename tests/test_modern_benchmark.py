@@ -1,10 +1,15 @@
 """The stored results of benchmarks/bench_modern.py (al.stored_benchmark("modern")): the packaged
-file, the machine it names, and records that say what the chapters read from them."""
+file, the machine it names, and records that say what the chapters read from them.
+
+A quick run of the whole script (half a minute) is for ``make bench-store``, which runs this
+file with ``--retrain`` after it stores the results; here the script's measuring functions
+run once on tiny sizes and must give records of the stored shape."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -53,14 +58,32 @@ def test_it_is_a_full_run_with_every_record(bench):
         assert 0 < m["tiled_peak"] and 0 < m["plain_peak"]
 
 
-def test_the_script_writes_what_stored_benchmark_reads(tmp_path, monkeypatch):
-    """A quick run of the script gives a file with the same structure as the stored one."""
+def _script(monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("bench_modern",
                                                   ROOT / "benchmarks" / "bench_modern.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_modern"] = module
+    monkeypatch.setitem(sys.modules, "bench_modern", module)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_the_scripts_measurements_give_records_of_the_stored_shape(monkeypatch, bench):
+    module = _script(monkeypatch)
+    window = module.bench_window((64, 128), 32, 2, 16, 1)
+    backward, memory = module.bench_backward((64,), 2, 16, 1, (64,))
+    assert set(window[0]) == set(bench["window"][0])
+    assert set(window[0]["times"]) == set(bench["window"][0]["times"])
+    assert set(backward[0]) == set(bench["backward"][0])
+    assert set(memory[0]) == set(bench["backward_memory"][0])
+    assert memory[0]["score_matrix"] == 64 ** 2 * 4
+    assert set(module.machine_record(os.getloadavg())) == set(bench["machine"])
+
+
+@pytest.mark.retrains
+def test_the_script_writes_what_stored_benchmark_reads(tmp_path, monkeypatch):
+    """A quick run of the script gives a file with the same structure as the stored one."""
+    module = _script(monkeypatch)
     out = tmp_path / "modern.json"
     module.main(["--quick", "--output", str(out)])
     quick = json.loads(out.read_text(encoding="utf-8"))

@@ -1,26 +1,25 @@
-"""The notebooks as Binder and Colab run them: a fresh environment, no book tools.
+"""The notebooks as Binder and Colab readers run them: a fresh environment, no book tools.
 
-A new virtual environment is created from ``binder/requirements.txt`` alone, in
-a copy of the repository's tracked files (as repo2docker sees a clone). Then
+A new virtual environment is made from ``binder/requirements.txt`` alone, in a copy of the
+repository's tracked files (as repo2docker sees a clone; ``tools/reader_env.py``). Then
+every chapter, copied alone into an empty folder, runs top to bottom in it: Colab opens one
+notebook with nothing around it, and a chapter that runs there runs in Binder's
+``chapters/`` too (a folder with more in it); the environment is checked to hold none of the
+build and test tools, so a notebook that imported myst-nb, Sphinx or pytest would fail here.
 
-* every chapter runs top to bottom with ``chapters/`` as its working directory
-  (Binder), and
-* every chapter, copied alone into an empty folder, runs top to bottom (Colab
-  opens one notebook with nothing around it);
-
-and the environment is checked to hold none of the build and test tools, so a
-notebook that imported myst-nb, Sphinx or pytest would fail here.
-
-Slow (installing takes a minute or two); ``make test`` runs it as its own stage.
+This is each chapter's one run outside the book's environment (the other is the strict
+build's, which ``tests/book`` compares with the stored outputs). ``make test`` makes the
+environment while the unit tests run and passes its folder as ``READER_ENV``; without it,
+the tests make their own (a minute or two).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -32,6 +31,7 @@ BUILD_AND_TEST_TOOLS = ["myst_nb", "jupyter_book", "sphinx", "playwright", "pyte
                         "nbval", "hypothesis"]
 
 RUNNER = textwrap.dedent("""
+    import json
     import sys
     from pathlib import Path
 
@@ -45,38 +45,33 @@ RUNNER = textwrap.dedent("""
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
               if o.output_type == "error"]
     assert not errors, errors
-    print("ran", path.name, len(nb.cells), "cells")
+    colab = [c for c in nb.cells if c.get("id") == "colab-install"]
+    print(json.dumps({"ran": path.name, "cells": len(nb.cells),
+                      "colab_cell_outputs": [c.outputs for c in colab]}))
 """)
 
 
-def _clean_env() -> dict[str, str]:
-    """This process's environment without what would leak our .venv or test set-up."""
-    return {k: v for k, v in os.environ.items()
-            if k not in ("VIRTUAL_ENV", "PYTHONPATH", "MPLBACKEND")}
+def _reader_env_tool():
+    spec = importlib.util.spec_from_file_location("reader_env", ROOT / "tools" / "reader_env.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _tracked_files() -> list[str]:
-    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True,
-                         capture_output=True).stdout.decode()
-    return [f for f in out.split("\0") if f]
+reader_env = _reader_env_tool()
 
 
 @pytest.fixture(scope="module")
 def binder_env(tmp_path_factory) -> tuple[Path, Path]:
     """(python of the new environment, copy of the repository)."""
-    base = tmp_path_factory.mktemp("binder")
-    repo = base / "repo"
-    for name in _tracked_files():
-        target = repo / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, target)
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    env = _clean_env()
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "-r", "binder/requirements.txt"], cwd=repo, check=True, env=env)
-    return python, repo
+    prepared = os.environ.get("READER_ENV")
+    if prepared:
+        made = reader_env.ready(Path(prepared))
+        if made is None:
+            pytest.fail(f"READER_ENV={prepared} is not a finished reader environment "
+                        "(python tools/reader_env.py DIR makes one)")
+        return made
+    return reader_env.make(tmp_path_factory.mktemp("binder") / "env")
 
 
 def test_binder_environment_has_no_build_or_test_tools(binder_env):
@@ -90,22 +85,36 @@ def test_binder_environment_has_no_build_or_test_tools(binder_env):
         subprocess.run([str(python), "-c", f"import {module}"], check=True)
 
 
-def _run(python: Path, notebook: Path) -> str:
-    env = _clean_env()
+def test_the_reader_environment_has_todays_library(binder_env):
+    # The library is installed from the copy, not found in this checkout or its .venv.
+    python, _ = binder_env
+    probe = "import attention_lib; print(attention_lib.__file__)"
+    where = subprocess.run([str(python), "-c", probe], check=True, capture_output=True,
+                           text=True, cwd="/", env=reader_env.clean_env()).stdout.strip()
+    assert Path(where).is_relative_to(python.parents[1]), where
+    installed = Path(where).parent
+    package = ROOT / "attention_lib"
+    shipped = [p for pattern in ("**/*.py", "data/*", "controls/assets/*")
+               for p in package.glob(pattern) if "__pycache__" not in p.parts]
+    assert len(shipped) > 20
+    for source in sorted(shipped):
+        copy = installed / source.relative_to(package)
+        assert copy.read_bytes() == source.read_bytes(), f"{copy} is not today's {source.name}"
+
+
+def _run(python: Path, notebook: Path, workers: int) -> dict:
     result = subprocess.run([str(python), "-c", RUNNER, str(notebook)], capture_output=True,
-                            text=True, cwd=notebook.parent, env=env)
+                            text=True, cwd=notebook.parent, env=reader_env.kernel_env(workers))
     assert result.returncode == 0, f"{notebook.name} failed:\n{result.stderr[-4000:]}"
-    return result.stdout
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", [p.name for p in CHAPTERS])
-def test_chapter_runs_in_the_binder_environment(binder_env, name):
-    python, repo = binder_env
-    assert f"ran {name}" in _run(python, repo / "chapters" / name)
-
-
-@pytest.mark.parametrize("name", [p.name for p in CHAPTERS])
-def test_chapter_runs_alone_in_an_empty_folder(binder_env, tmp_path, name):
+def test_chapter_runs_alone_in_an_empty_folder(binder_env, tmp_path, name, request):
     python, _ = binder_env
     shutil.copy2(ROOT / "chapters" / name, tmp_path / name)
-    assert f"ran {name}" in _run(python, tmp_path / name)
+    workers = getattr(request.config, "workerinput", {}).get("workercount", 1)  # xdist
+    report = _run(python, tmp_path / name, workers)
+    assert report["ran"] == name
+    # The first cell installs the library on Colab only: here it does nothing.
+    assert report["colab_cell_outputs"] == [[]], report["colab_cell_outputs"]

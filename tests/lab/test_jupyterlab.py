@@ -7,7 +7,9 @@ what a reader sees:
 
 * no rendered markdown shows raw MyST (``{glue``, ``{eval}``, ``:::{``, a
   fenced directive), and every number the prose quotes through ``{eval}``
-  appears in the rendered text with the value the code computes;
+  appears in the rendered text with the value the code computes (as the plain copy in
+  ``colab/`` records it, tied to the build's run of the chapter by ``tests/book``: the
+  chapter runs here once, in JupyterLab's kernel, and nowhere else);
 * no output shows "Error displaying widget" or a traceback;
 * each control of the saturation explorer (the browser-side control), moved by
   keyboard, changes the weights it shows and its own state; the time each redraw
@@ -30,7 +32,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from chromium import ARGS, CHROMIUM, needs_chromium
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "04_scale_scores_by_sqrt_dk.ipynb"
@@ -45,16 +46,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _eval_values(path: Path) -> dict[str, str]:
-    """The value of every name the notebook's prose quotes with {eval}, computed here."""
-    nb = nbformat.read(path, as_version=4)
-    names = sorted({m for c in nb.cells if c.cell_type == "markdown"
-                    for m in re.findall(r"\{eval\}`([A-Za-z_]\w*)`", c.source)})
-    probe = f"import json\nprint(json.dumps({{n: str(globals()[n]) for n in {names!r}}}))"
-    nb.cells.append(nbformat.v4.new_code_cell(probe))
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    return json.loads(nb.cells[-1].outputs[0]["text"])
+def _eval_values(chapter: str) -> dict[str, str]:
+    """The value of every {eval} role of the chapter's prose, as its kernel computes it where
+    the role stands: the values the plain copy records (``colab/``, ``plain_notebook.eval``),
+    which ``tests/book`` checks against those the build's run of the chapter showed. So this
+    test runs the chapter once, in JupyterLab, and in no other kernel."""
+    copy = json.loads((ROOT / "colab" / chapter).read_text(encoding="utf-8"))
+    recorded = copy["metadata"]["plain_notebook"]["eval"]
+    nb = nbformat.read(ROOT / "chapters" / chapter, as_version=4)
+    quoted = {m for c in nb.cells if c.cell_type == "markdown"
+              for m in re.findall(r"\{eval\}`([A-Za-z_]\w*)`", c.source)}
+    names = {name for values in recorded.values() for name in values}
+    assert names == quoted, f"colab/{chapter} records {names}, the prose quotes {quoted}"
+    # a name may hold one value in one cell and another later: each is shown where quoted
+    return {f"{name} (cell {cell})": value for cell, values in recorded.items()
+            for name, value in values.items()}
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +216,7 @@ def test_references_to_other_pages_read_as_on_the_website(page):
 
 
 def test_prose_shows_the_computed_numbers(page):
-    values = _eval_values(ROOT / "chapters" / CHAPTER)
+    values = _eval_values(CHAPTER)
     assert values, "the chapter quotes no computed number"
     text = " ".join(_rendered_markdown(page))
     missing = {name: v for name, v in values.items() if v not in text}
