@@ -182,6 +182,24 @@ class KVCache:
         self._v[..., self._length:end, :] = v
         self._length = end
 
+    def _extend(self, k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`append` for arrays a model made (checked only for their shapes and dtype,
+        the rest through :meth:`append`), then every cached key and value (plain views)."""
+        held = self._k
+        if (held is None or k.dtype != held.dtype or v.dtype != held.dtype
+                or k.shape[:-2] != held.shape[:-2] or v.shape[:-2] != held.shape[:-2]
+                or k.shape[-1] != held.shape[-1] or v.shape[-1] != self._v.shape[-1]
+                or k.shape[-2] != v.shape[-2]):
+            self.append(k, v)  # the first append, or anything odd: the checked way
+        else:
+            end = self._length + k.shape[-2]
+            if end > self.capacity:
+                self._grow(end)
+            self._k[..., self._length:end, :] = k
+            self._v[..., self._length:end, :] = v
+            self._length = end
+        return self._k[..., :self._length, :], self._v[..., :self._length, :]
+
     def _check_matches(self, k: np.ndarray, v: np.ndarray, dtype: np.dtype) -> None:
         lead = self._k.shape[:-2]
         for name, a, buffer, letter in (("k", k, self._k, "d_k"), ("v", v, self._v, "d_v")):

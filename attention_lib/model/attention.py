@@ -75,6 +75,8 @@ def allowed_keys(n_q: int, n_k: int, *, causal: bool, window: int | None,
             raise ValueError(f"window={window} without causal=True; a window counts back "
                              "from each query, so expected a causal model")
         rule = sliding_window_mask(n_q, n_k, window)  # (n_q, n_k)
+    elif causal and n_q == 1:
+        rule = None  # one query at the last position sees every key
     else:
         rule = _causal_rule(n_q, n_k) if causal else None
     if rule is None:
@@ -211,9 +213,8 @@ def attention_forward(x: np.ndarray, p: dict[str, np.ndarray], prefix: str, *, n
         if memory is not None:
             raise ValueError("rope=True with memory: rotary positions are for self-attention")
         q, k = apply_rotary(q, positions), apply_rotary(k, positions)  # along axis -2
-    if cache is not None:
-        cache.append(k, v)  # (h_kv, m, e) each
-        k, v = cache.keys, cache.values  # (h_kv, S, e): every position so far
+    if cache is not None:  # (h_kv, m, e) each in, (h_kv, S, e) out: every position so far
+        k, v = cache._extend(k, v)
     if hooks is not None:
         q, k, v = (run_hook(hooks, f"{site}.{m}", a) for m, a in zip("qkv", (q, k, v),
                                                                      strict=True))

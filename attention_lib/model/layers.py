@@ -32,6 +32,14 @@ def _rows(a: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- norms
 
 
+def _row_mean(x: np.ndarray) -> np.ndarray:
+    """``x.mean(axis=-1, keepdims=True)``, the same numbers, without numpy's Python wrapper
+    (which costs more than the sum on a decoding step's single row)."""
+    total = np.add.reduce(x, axis=-1, keepdims=True)
+    total /= x.shape[-1]
+    return total
+
+
 def layer_norm_forward(x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None,
                        eps: Any = LN_EPS) -> tuple[np.ndarray, tuple]:
     r"""Layer norm over the last axis (population variance), saving the normalised rows.
@@ -40,9 +48,9 @@ def layer_norm_forward(x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray
     :math:`\gamma \odot \hat x + \beta`. ``eps`` may be an array (..., 1) (one per row);
     ``gamma``/``beta`` may be None (ones, zeros).
     """
-    mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
+    mu = _row_mean(x)  # (..., 1)
     centred = x - mu  # (..., d)
-    var = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1)
+    var = _row_mean(centred * centred)  # (..., 1)
     rstd = 1.0 / np.sqrt(var + eps)  # (..., 1)
     xhat = centred * rstd  # (..., d)
     out = xhat if gamma is None else xhat * gamma
@@ -73,7 +81,7 @@ def rms_norm_forward(x: np.ndarray, gain: np.ndarray | None,
                      eps: Any = LN_EPS) -> tuple[np.ndarray, tuple]:
     r"""RMSNorm over the last axis: :math:`\hat x = x\,r`, :math:`r = 1/\sqrt{\overline{x^2}
     + \varepsilon}`, output :math:`g \odot \hat x`; ``eps`` may be an array (..., 1)."""
-    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)  # (..., 1)
+    rstd = 1.0 / np.sqrt(_row_mean(x * x) + eps)  # (..., 1)
     xhat = x * rstd  # (..., d)
     return (xhat if gain is None else xhat * gain), (xhat, rstd, gain)
 
@@ -112,6 +120,8 @@ def norm_backward(kind: str, dy: np.ndarray, saved: tuple, name: str,
 def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``x @ w`` for rows ``x`` (..., n_in) and a matrix ``w`` (n_in, n_out), as one matrix
     product over every row (numpy would loop over the leading axes, slower)."""
+    if x.ndim <= 2:
+        return x @ w
     return (x.reshape(-1, x.shape[-1]) @ w).reshape(*x.shape[:-1], w.shape[-1])
 
 
