@@ -148,7 +148,8 @@ def test_the_stored_book_model_has_the_training_scripts_settings():
     config, tokenizer, train_ids, val_ids = script.book_setup()
     assert model.config == config and model.tokenizer == tokenizer
     settings = dict(model.log["settings"])
-    assert settings.pop("config") == dict(vars(config))
+    stored = settings.pop("config")
+    assert stored == config.as_dict() and al.GPTConfig(**stored) == config
     expected = dict(script.SETTINGS, betas=list(script.SETTINGS["betas"]), dtype="float32")
     assert settings == expected
     assert model.log["train_characters"] == train_ids.size

@@ -172,7 +172,7 @@ class GPTConfig:
         return f"GPTConfig({shown})"
 
     def as_dict(self) -> dict[str, Any]:
-        """The fields :func:`repr` shows, as a dict that ``GPTConfig(**d)`` turns back into
+        """The fields ``repr`` shows, as a dict that ``GPTConfig(**d)`` turns back into
         this configuration (what model files and training logs record).
 
         Examples

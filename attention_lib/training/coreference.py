@@ -246,7 +246,7 @@ def coreference_loss_and_grads(params: dict[str, np.ndarray], config: GPTConfig,
     to :math:`dh = \sum_c d\ell_c\, e_c` at the position of "it" (zero elsewhere), then
     through the encoder; the two nouns' embedding rows also get :math:`d\ell_c\, h` from
     the output side. It is the cross-entropy of the tied read-out at "it" with the softmax
-    restricted to the two nouns (:mod:`attention_lib.model.loss`), so the encoder's own
+    restricted to the two nouns (``attention_lib.model.loss``), so the encoder's own
     backward pass computes all of it.
     """
     _, run, tokens, cand_ids = _forward(params, config, batch, keep=True)
@@ -519,7 +519,7 @@ def train_coreference_model(seed: int = 0, *, steps: int = STEPS,
     gradient of :func:`coreference_loss_and_grads` with AdamW (learning rate
     :math:`3\cdot10^{-3}` after 100 warm-up steps, cosine decay to :math:`3\cdot10^{-4}`,
     weight decay 0.01, clipping at norm 1), in float64, on the one training loop
-    (:func:`attention_lib.model.train.train_scheduled`), with one BLAS thread. The
+    (``attention_lib.model.train.train_scheduled``), with one BLAS thread. The
     training loss falls below 0.01 within about 300 steps.
 
     Examples

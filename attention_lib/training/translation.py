@@ -519,7 +519,7 @@ def train_translation_model(seed: int = 0, *, steps: int = STEPS,
     gradient of :func:`translation_loss_and_grads` with AdamW (learning rate
     :math:`3\cdot10^{-3}` after 100 warm-up steps, cosine decay to :math:`3\cdot10^{-4}`,
     weight decay 0.01, clipping at norm 1), in float64, on the one training loop
-    (:func:`attention_lib.model.train.train_scheduled`), with one BLAS thread.
+    (``attention_lib.model.train.train_scheduled``), with one BLAS thread.
 
     Examples
     --------
