@@ -46,7 +46,7 @@ $(STAMP): requirements.txt pyproject.toml
 INPUTS_HASH = $(shell { find attention_lib -type f -not -path '*/__pycache__/*' | LC_ALL=C sort; echo requirements.txt; } | xargs cat | sha256sum | cut -c1-16)
 # Pages read (and so notebooks executed) at once: tools/build_book.py, at most 2 by default.
 BOOK_JOBS ?= $(shell $(PYTHON) -c "import os; print(min(os.cpu_count() or 1, 2))")
-# pytest-xdist workers for the unit tests and the reader-environment runs.
+# pytest-xdist workers for the unit tests, the website tests and the reader-environment runs.
 TEST_WORKERS ?= $(BOOK_JOBS)
 INPUTS_STAMP := _build/.inputs-hash
 
@@ -103,8 +103,9 @@ notebooks: $(STAMP)
 	$(SHARED_BLAS) $(BIN)/python -m pytest --nbval -p no:cacheprovider -n $(TEST_WORKERS) \
 	    --dist loadfile chapters colab --durations=10
 
+# Each page's tests (desktop and phone) stay in one worker (tests/website/conftest.py).
 site-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/website
+	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup
 
 # The book as run: chapter 4 in a real JupyterLab (Run All, raw MyST, numbers, controls).
 lab-tests: $(STAMP)

@@ -20,3 +20,13 @@ def toc_pages() -> list[str]:
     toc = (HTML.parents[1] / "_toc.yml").read_text()
     root = re.search(r"^root:\s*(\S+)", toc, flags=re.M).group(1)
     return [root] + re.findall(r"^\s*-?\s*file:\s*(\S+)\s*$", toc, flags=re.M)
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """With pytest-xdist's --dist loadgroup, every test of one page (on the desktop and on
+    the phone) runs in the same worker, so each worker loads a page once per browser."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        page = params.get("visit") or params.get("phone_visit") or params.get("name")
+        if page is not None:
+            item.add_marker(pytest.mark.xdist_group(str(page)))
