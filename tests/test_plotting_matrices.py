@@ -114,6 +114,18 @@ def test_heatmap_label_count_mismatch_raises(ax, query_labels, key_labels, name)
         attention_heatmap(weights_4x4(), query_labels, key_labels, ax=ax)
 
 
+@pytest.mark.parametrize("labels", ["abcd", set(TOKENS), dict.fromkeys(TOKENS), 4])
+def test_heatmap_labels_must_be_an_ordered_sequence(ax, labels):
+    # A 4-letter string would label the rows "a", "b", ... and a set in no fixed order.
+    with pytest.raises(TypeError, match=r"^key_labels=.*expected a sequence of 4 strings"):
+        attention_heatmap(weights_4x4(), TOKENS, labels, ax=ax)
+
+
+def test_heatmap_labels_may_be_an_array(ax):
+    attention_heatmap(weights_4x4(), np.array(TOKENS), TOKENS, ax=ax)
+    assert tick_texts(ax.get_yticklabels()) == TOKENS
+
+
 @pytest.mark.parametrize("shape", [(4,), (2, 4, 4)])
 def test_heatmap_needs_a_matrix(ax, shape):
     with pytest.raises(ValueError, match=r"^weights has shape"):

@@ -25,6 +25,7 @@ __all__ = [
     "real_number",
     "token_position",
     "normalise_axis",
+    "position_labels",
     "positive_int",
 ]
 
@@ -218,6 +219,21 @@ def token_position(tokens: Any, query: Any, name: str = "query") -> int:
         return int(query)
     raise ValueError(f"{name}={query!r}; expected one of the tokens {tokens} "
                      f"or a position from 0 to {len(tokens) - 1}")
+
+
+def position_labels(labels: Any, n: int, name: str, *, first: int = 0) -> list[str]:
+    """``n`` labels, one per position: ``labels`` as strings, or the positions counted from
+    ``first`` when it is None. A string, a set or mapping (no order), or anything without a
+    length, is a TypeError."""
+    if labels is None:
+        return [str(first + i) for i in range(n)]
+    if (isinstance(labels, (str, bytes, set, frozenset, dict))
+            or not hasattr(labels, "__len__")):
+        raise TypeError(f"{name}={labels!r}; expected a sequence of {n} strings")
+    out = [str(s) for s in labels]
+    if len(out) != n:
+        raise ValueError(f"{name} has {len(out)} labels; expected {n}, one per position")
+    return out
 
 
 def check_flag(value: Any, name: str) -> bool:

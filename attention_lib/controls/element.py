@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._validation import position_labels
+
 __all__ = ["ControlElement"]
 
 #: On a control, tells JupyterLab not to take its arrow keys as notebook shortcuts.
@@ -262,14 +264,7 @@ def scale_fields(uid: str, label: str, value: float, scale_max: float, step: flo
 
 def labels(tokens: Any, n: int, name: str = "tokens") -> list[str]:
     """One label per position: ``tokens`` as strings, or ``"1", "2", ...``."""
-    if tokens is None:
-        return [str(i + 1) for i in range(n)]
-    if isinstance(tokens, str) or not isinstance(tokens, Sequence):
-        raise TypeError(f"{name}={tokens!r}; expected a sequence of {n} strings")
-    out = [str(t) for t in tokens]
-    if len(out) != n:
-        raise ValueError(f"{name} has {len(out)} entries; expected {n}, one per position")
-    return out
+    return position_labels(tokens, n, name, first=1)
 
 
 class ControlElement:

@@ -12,6 +12,8 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from .._validation import position_labels
+
 __all__ = ["BOOK_RC", "use_book_style"]
 
 
@@ -94,9 +96,4 @@ _MIN_PT = 9  # the smallest text any diagram writes, in points
 
 def _labels(labels: Sequence[str] | None, n: int, name: str) -> list[str]:
     """``n`` tick labels: the given ones as str (checked to be ``n``), or the positions."""
-    if labels is None:
-        return [str(i) for i in range(n)]
-    labels = [str(s) for s in labels]
-    if len(labels) != n:
-        raise ValueError(f"{name} has {len(labels)} labels; expected {n}, one per row/column")
-    return labels
+    return position_labels(labels, n, name)
