@@ -414,6 +414,16 @@ spellcheck="false" aria-describedby="{ident}-rules {ident}-err">
 <p class="lc-error" id="{ident}-err" role="status" aria-live="polite"></p>"""
 
 
+def position_slider(ident: str, label: str, last: int, value: int, shown: str) -> str:
+    """The slider that picks the position a model's heads are seen from (0 to ``last``),
+    with its visible label and the position as the reader reads it (``shown``)."""
+    return f"""<div class="lc-field lc-field-wide">
+<label for="{ident}-pos">{label}</label>
+<input type="range" class="lc-pos" id="{ident}-pos" min="0" max="{last}" step="1"
+value="{value}" disabled>
+<output class="lc-num lc-pos-value" for="{ident}-pos">{shown}</output>"""
+
+
 def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,
              script: str | Sequence[str], *, state: str, alt: str, title: str,
              templates: Sequence[str] = ()) -> ControlElement:

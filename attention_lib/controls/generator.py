@@ -199,6 +199,7 @@ def text_generator(
     data = {"config": el.engine_config(cfg), "layout": blob.layout,
             "alphabet": model.tokenizer.alphabet, "n_new": n_new, "strip": STRIP,
             "n_prompt": int(ids.size), "generated": chars, "messages": MESSAGES}
+    slider = el.position_slider(ident, "look from character", pos, pos, f"{pos + 1} of {pos + 1}")
     body = f"""<div class="lc-controls"><div class="lc-field lc-field-wide">
 <label for="{ident}-prompt">prompt</label>
 <textarea class="lc-prompt-box" id="{ident}-prompt" rows="2" disabled autocomplete="off"
@@ -216,11 +217,7 @@ value="{seed}" disabled autocomplete="off"></div>
 <p class="lc-status lc-hint" role="status" aria-live="polite">{waiting}</p>
 <div class="lc-gen-text" aria-label="prompt and generated text">{_text(chars, ids.size, pos)}
 </div>
-<div class="lc-controls"><div class="lc-field lc-field-wide">
-<label for="{ident}-pos">look from character</label>
-<input type="range" class="lc-pos" id="{ident}-pos" min="0" max="{pos}" step="1"
-value="{pos}" disabled>
-<output class="lc-num lc-pos-value" for="{ident}-pos">{pos + 1} of {pos + 1}</output>
+<div class="lc-controls">{slider}
 </div></div>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on the
 last {STRIP} characters</th><th scope="col" class="lc-num lc-wrap">most weight</th></tr></thead>

@@ -282,14 +282,11 @@ def induction_playground(
         f'{"" if keep[layer, head] else " checked"}><label for="{ident}-rm-{layer}-{head}">'
         f"remove L{layer + 1} H{head + 1}</label></div>"
         for layer in range(config.n_layers) for head in range(config.n_heads))
+    slider = el.position_slider(ident, "look from position", ids.size - 1, pos, f"t = {pos}")
     body = f"""{el.sequence_field(ident, "tokens", sequence, rules)}
 <div class="lc-result" data-logits="{html.escape(json.dumps(logits[pos].tolist()))}">
 <ul class="lc-tokens lc-ind-tokens" aria-label="the tokens by position">{view["chips"]}</ul>
-<div class="lc-controls"><div class="lc-field lc-field-wide">
-<label for="{ident}-pos">look from position</label>
-<input type="range" class="lc-pos" id="{ident}-pos" min="0" max="{ids.size - 1}" step="1"
-value="{pos}" disabled>
-<output class="lc-num lc-pos-value" for="{ident}-pos">t = {pos}</output></div>
+<div class="lc-controls">{slider}</div>
 {boxes}</div>
 <p class="lc-summary">{view["summary"]}</p>
 <table class="lc-heads"><thead><tr><th scope="col">head</th><th scope="col">weights on
