@@ -85,6 +85,8 @@ def parse_induction_sequence(sequence: str, *, vocab_size: int = 64,
 
     Raises
     ------
+    TypeError
+        When ``sequence`` is not a str (such as ``'Qx7 Qx7'``).
     ValueError
         Naming ``sequence`` and saying what is wrong, in the words
         :func:`induction_playground` shows in the page.

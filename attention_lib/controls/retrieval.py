@@ -150,6 +150,8 @@ def parse_retrieval_sequence(
 
     Raises
     ------
+    TypeError
+        When ``sequence`` is not a str (such as ``'c3 a7 ? a'``).
     ValueError
         Naming ``sequence`` and saying what is wrong, in the words
         :func:`retrieval_playground` shows in the page.

@@ -98,6 +98,7 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     Parameters
     ----------
     params : dict of str to numpy.ndarray
+        The model's weights, as :func:`~attention_lib.init_gpt` names them.
     config : GPTConfig
     prompt : array_like of int, shape (n,)
         At least one token id.

@@ -42,6 +42,7 @@ class BookLanguageModel:
     Attributes
     ----------
     params : dict of str to numpy.ndarray
+        The trained weights (float32), as :func:`~attention_lib.init_gpt` names them.
     config : GPTConfig
     tokenizer : CharTokenizer
     log : dict

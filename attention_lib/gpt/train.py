@@ -119,7 +119,11 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
     Returns
     -------
     params : dict of str to numpy.ndarray
+        The trained weights, in ``dtype``, named as :func:`~attention_lib.init_gpt` names
+        them.
     log : GPTTrainingLog
+        The settings (``config`` as :meth:`GPTConfig.as_dict` records it), the minibatch
+        loss before each step and the validation loss at each evaluation.
     """
     batch_size = positive_int(batch_size, "batch_size")
     eval_windows = positive_int(eval_windows, "eval_windows")
@@ -205,8 +209,8 @@ def train_gpt_on_batches(
 
     Returns
     -------
-    params : dict of str to numpy.ndarray
-    log : GPTTrainingLog
+    params, log
+        As in :func:`~attention_lib.train_gpt` (``val_loss`` only with ``evaluate``).
 
     Examples
     --------

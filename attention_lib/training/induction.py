@@ -194,8 +194,8 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
 
     Examples
     --------
-    >>> config = induction_config(n_layers=1)
     >>> from attention_lib import init_gpt
+    >>> config = induction_config(n_layers=1)
     >>> scores = induction_scores(init_gpt(config, seed=0), config, n_sequences=8)
     >>> scores.previous_token.shape, round(scores.second_half_loss, 1)   # untrained: log 64
     ((1, 2), 4.2)

@@ -202,13 +202,8 @@ def train_shift(
     ----------
     seed : int, default 0
         A non-negative integer.
-    shift : int, default 2
-    length : int, default 10
-        Tokens per sequence.
-    n_tokens : int, default 8
-    d_model, d_k : int, default 16
-    base : float, default 10000.0
-        Base of the sinusoidal positions added to the token embeddings.
+    shift, length, n_tokens, d_model, d_k, base
+        The task and the model, as in :func:`shift_task`.
     steps, batch_size, lr, n_train, n_test
         As in :func:`train_retrieval`.
 
