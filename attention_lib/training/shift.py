@@ -203,7 +203,7 @@ def train_shift(
     seed : int, default 0
         A non-negative integer.
     shift, length, n_tokens, d_model, d_k, base
-        The task and the model, as in :func:`shift_task`.
+        The task and the model, as in :func:`~attention_lib.training.shift_task`.
     steps, batch_size, lr, n_train, n_test
         As in :func:`train_retrieval`.
 
