@@ -122,8 +122,9 @@ def train_gpt(config: GPTConfig, train_tokens: Any, val_tokens: Any, *, steps: i
         The trained weights, in ``dtype``, named as :func:`~attention_lib.init_gpt` names
         them.
     log : GPTTrainingLog
-        The settings (``config`` as :meth:`~attention_lib.GPTConfig.as_dict` records it), the minibatch
-        loss before each step and the validation loss at each evaluation.
+        The settings (``config`` as :meth:`~attention_lib.GPTConfig.as_dict` records
+        it), the minibatch loss before each step and the validation loss at each
+        evaluation.
     """
     batch_size = positive_int(batch_size, "batch_size")
     eval_windows = positive_int(eval_windows, "eval_windows")
