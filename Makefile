@@ -107,23 +107,26 @@ notebooks: $(STAMP)
 site-tests: $(STAMP)
 	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup
 
-# The book as run: chapter 4 in a real JupyterLab (Run All, raw MyST, numbers, controls).
-lab-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/lab
-
 # A fresh environment from binder/requirements.txt (tools/reader_env.py, in
 # _build/reader-env; `make test` makes it while the other stages run) runs every chapter
-# alone in an empty folder (Colab, and Binder), without the book's build tools.
+# alone in an empty folder (Colab, and Binder), without the book's build tools; chapter 4
+# in that environment's JupyterLab, driven by Chromium (Run All, raw MyST, numbers,
+# controls). `make lab-tests` runs only the JupyterLab part.
 READER_ENV ?= $(CURDIR)/_build/reader-env
 reader-env: $(STAMP)
 	$(BIN)/python tools/reader_env.py $(READER_ENV)
 
 env-tests: $(STAMP)
 	@test -f $(READER_ENV)/.ready || $(MAKE) --no-print-directory reader-env
-	READER_ENV=$(READER_ENV) $(BIN)/python -m pytest tests/environments -n $(TEST_WORKERS)
+	READER_ENV=$(READER_ENV) $(BIN)/python -m pytest tests/environments -n $(TEST_WORKERS) \
+	    --dist loadgroup
+
+lab-tests: $(STAMP)
+	@test -f $(READER_ENV)/.ready || $(MAKE) --no-print-directory reader-env
+	READER_ENV=$(READER_ENV) $(BIN)/python -m pytest tests/environments/test_jupyterlab.py
 
 # Each stage in order (tools/test_stages.py): lint, unit, book, executed-tests, site-tests,
-# lab-tests, env-tests, with the reader's environment made beside them; prints each stage's
+# env-tests, with the reader's environment made beside them; prints each stage's
 # time and how often each chapter ran.
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python tools/test_stages.py

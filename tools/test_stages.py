@@ -4,9 +4,9 @@
 
 The stages are make targets (see the Makefile): lint, unit, book (the strict build, which
 is each chapter's one run in the book's environment), executed (that run compared with the
-stored outputs and the plain copies, tests/book), site, lab (chapter 4 as a reader runs it
-in JupyterLab), reader (each chapter alone in an empty folder, in a fresh environment made
-from binder/requirements.txt). The reader's environment is made in the background from the
+stored outputs and the plain copies, tests/book), site, reader (each chapter alone in an
+empty folder, in a fresh environment made from binder/requirements.txt; chapter 4 in that
+environment's JupyterLab, as a reader runs it). The reader's environment is made in the background from the
 start (``make reader-env``), while the other stages run. The first stage that fails stops
 the run; the times so far are printed all the same.
 
@@ -35,8 +35,7 @@ IPYTHONDIR = RUN_DIR / "ipython"
 RUN_LOG = RUN_DIR / "kernels.jsonl"
 READER_ENV = ROOT / "_build" / "reader-env"
 STAGES = [("lint", "lint"), ("unit", "unit"), ("book", "book"), ("executed", "executed-tests"),
-          ("site", "site-tests"), ("lab", "lab-tests"), ("reader", "env-tests")]
-# Chapter 4 runs once more, in JupyterLab (the lab stage): the book as a reader runs it.
+          ("site", "site-tests"), ("reader", "env-tests")]
 MOST_RUNS_PER_STAGE = 1
 
 STARTUP = '''\

@@ -8,16 +8,15 @@ notebook with nothing around it, and a chapter that runs there runs in Binder's
 build and test tools, so a notebook that imported myst-nb, Sphinx or pytest would fail here.
 
 This is each chapter's one run outside the book's environment (the other is the strict
-build's, which ``tests/book`` compares with the stored outputs). ``make test`` makes the
-environment while the unit tests run and passes its folder as ``READER_ENV``; without it,
-the tests make their own (a minute or two).
+build's, which ``tests/book`` compares with the stored outputs); chapter 4's is in this
+environment's JupyterLab, as a Binder reader runs it (``test_jupyterlab.py``). ``make test``
+makes the environment while the unit tests run and passes its folder as ``READER_ENV``;
+without it, the tests make their own (a minute or two).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import textwrap
@@ -25,8 +24,12 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import reader_env
+
 ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+# Chapter 4's run in a reader's environment is JupyterLab's (test_jupyterlab.py).
+IN_JUPYTERLAB = "04_scale_scores_by_sqrt_dk.ipynb"
+CHAPTERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb")) if p.name != IN_JUPYTERLAB]
 BUILD_AND_TEST_TOOLS = ["myst_nb", "jupyter_book", "sphinx", "playwright", "pytest", "ruff",
                         "nbval", "hypothesis"]
 
@@ -49,29 +52,6 @@ RUNNER = textwrap.dedent("""
     print(json.dumps({"ran": path.name, "cells": len(nb.cells),
                       "colab_cell_outputs": [c.outputs for c in colab]}))
 """)
-
-
-def _reader_env_tool():
-    spec = importlib.util.spec_from_file_location("reader_env", ROOT / "tools" / "reader_env.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-reader_env = _reader_env_tool()
-
-
-@pytest.fixture(scope="module")
-def binder_env(tmp_path_factory) -> tuple[Path, Path]:
-    """(python of the new environment, copy of the repository)."""
-    prepared = os.environ.get("READER_ENV")
-    if prepared:
-        made = reader_env.ready(Path(prepared))
-        if made is None:
-            pytest.fail(f"READER_ENV={prepared} is not a finished reader environment "
-                        "(python tools/reader_env.py DIR makes one)")
-        return made
-    return reader_env.make(tmp_path_factory.mktemp("binder") / "env")
 
 
 def test_binder_environment_has_no_build_or_test_tools(binder_env):

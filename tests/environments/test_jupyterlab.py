@@ -1,19 +1,21 @@
 """The book as run: chapter 4 in a real JupyterLab, driven by Playwright.
 
-JupyterLab (the same environment that ``make lab`` starts, with jupyterlab-myst)
-is started on 127.0.0.1 on a free port without a token, serving a copy of
-``chapters/``. Headless Chromium opens the chapter, runs all cells and checks
-what a reader sees:
+JupyterLab with jupyterlab-myst, from the reader's environment (``binder/requirements.txt``,
+what Binder starts; ``conftest.py``), is started on 127.0.0.1 on a free port without a
+token, serving an empty folder with a copy of chapter 4 in it. Headless Chromium opens the
+chapter, runs all cells and checks what a reader sees:
 
 * no rendered markdown shows raw MyST (``{glue``, ``{eval}``, ``:::{``, a
   fenced directive), and every number the prose quotes through ``{eval}``
   appears in the rendered text with the value the code computes (as the plain copy in
-  ``colab/`` records it, tied to the build's run of the chapter by ``tests/book``: the
-  chapter runs here once, in JupyterLab's kernel, and nowhere else);
+  ``colab/`` records it, tied to the build's run of the chapter by ``tests/book``);
 * no output shows "Error displaying widget" or a traceback;
 * each control of the saturation explorer (the browser-side control), moved by
   keyboard, changes the weights it shows and its own state; the time each redraw
   takes is printed.
+
+This is chapter 4's run in a reader's environment (``test_binder_env.py`` runs the others):
+in one ``make test`` it runs here and in the build, and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,11 +34,14 @@ import nbformat
 import pytest
 from chromium import ARGS, CHROMIUM, needs_chromium
 
+from .conftest import reader_env
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "04_scale_scores_by_sqrt_dk.ipynb"
 RAW_MYST = ["{glue", "{eval}", ":::{", "```{"]
 
-pytestmark = needs_chromium
+# With pytest-xdist (--dist loadgroup) every test here runs in one worker, on one JupyterLab.
+pytestmark = [needs_chromium, pytest.mark.xdist_group("jupyterlab")]
 
 
 def _free_port() -> int:
@@ -64,23 +68,27 @@ def _eval_values(chapter: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def lab_url(tmp_path_factory) -> Iterator[str]:
+def lab_url(binder_env, tmp_path_factory, request) -> Iterator[str]:
+    python, _ = binder_env
     work = tmp_path_factory.mktemp("lab")
-    shutil.copytree(ROOT / "chapters", work / "chapters")
+    (work / "chapters").mkdir()
+    shutil.copy2(ROOT / "chapters" / CHAPTER, work / "chapters" / CHAPTER)
     settings = work / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
     # Render every cell (no virtual scrolling), so each cell's text is in the page.
     (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     port = _free_port()
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+    command = [str(python), "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
                f"--port={port}", "--ServerApp.token=", "--ServerApp.password=",
                "--ServerApp.disable_check_xsrf=True", "--LabApp.news_url=None",
                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                f"--ServerApp.root_dir={work / 'chapters'}"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
-    # The kernel must draw as a reader's does: drop the Agg backend the unit tests set.
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    # The kernel draws as a reader's does (no Agg backend from the tests), with its share of
+    # the CPUs for BLAS when another chapter runs beside it (tools/reader_env.py).
+    workers = getattr(request.config, "workerinput", {}).get("workercount", 1)  # xdist
+    env = reader_env.kernel_env(workers)
     env.update(JUPYTERLAB_SETTINGS_DIR=str(work / "settings"),
                JUPYTER_CONFIG_DIR=str(work / "config"))
     log = open(work / "lab.log", "w")
