@@ -6,9 +6,9 @@ The stages are make targets (see the Makefile): lint, unit, book (the strict bui
 is each chapter's one run in the book's environment), executed (that run compared with the
 stored outputs and the plain copies, tests/book), site, reader (each chapter alone in an
 empty folder, in a fresh environment made from binder/requirements.txt; chapter 4 in that
-environment's JupyterLab, as a reader runs it). The reader's environment is made in the background from the
-start (``make reader-env``), while the other stages run. The first stage that fails stops
-the run; the times so far are printed all the same.
+environment's JupyterLab, as a reader runs it). The reader's environment is made in the
+background from the start (``make reader-env``), while the other stages run. The first
+stage that fails stops the run; the times so far are printed all the same.
 
 Counting the runs: every IPython kernel that any stage starts (the build's, JupyterLab's,
 the reader environment's) reads the startup file written here into the IPYTHONDIR this run
