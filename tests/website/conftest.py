@@ -22,6 +22,7 @@ def toc_pages() -> list[str]:
     return [root] + re.findall(r"^\s*-?\s*file:\s*(\S+)\s*$", toc, flags=re.M)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups from the marks
 def pytest_collection_modifyitems(items) -> None:
     """With pytest-xdist's --dist loadgroup, every test of one page (on the desktop and on
     the phone) runs in the same worker, so each worker loads a page once per browser."""
