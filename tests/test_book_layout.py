@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,16 +62,9 @@ def test_notebook_follows_the_page_skeleton(path: Path):
     assert re.match(r"\d\d_[a-z0-9_]+\.ipynb$", path.name), f"{path.name} is not NN_verb_phrase"
 
 
-def _load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
 def test_first_code_cell_installs_the_library_on_colab(path: Path):
-    colab = _load_tool("colab_cell")
+    colab = load_script("colab_cell")
     nb = json.loads(path.read_text())
     assert colab.is_current(nb), (
         f"{path.name}: the first code cell is not the current Colab cell "
@@ -80,7 +74,7 @@ def test_first_code_cell_installs_the_library_on_colab(path: Path):
 
 
 def test_colab_cell_follows_the_configured_repository(tmp_path: Path):
-    colab = _load_tool("colab_cell")
+    colab = load_script("colab_cell")
     (tmp_path / "_config.yml").write_text(
         "title: x\nrepository:\n  url: https://example.org/fork/book\n  branch: main\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "9.8.7"\n')
@@ -358,7 +352,7 @@ def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
 
 
 def _lab_visibility():
-    return _load_tool("lab_visibility")
+    return load_script("lab_visibility")
 
 
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
@@ -387,7 +381,7 @@ def test_a_solutions_code_is_collapsed_with_its_output():
 
 def _alt_pattern(template: str) -> re.Pattern:
     """The alt text a template gives, whatever its names hold (each a non-empty str)."""
-    parts = _load_tool("execute_notebooks").EVAL_ROLE.split(template)
+    parts = load_script("execute_notebooks").EVAL_ROLE.split(template)
     # split() alternates literal text and names: keep the text, let each name be anything
     return re.compile("".join(re.escape(p) if i % 2 == 0 else ".+?"
                               for i, p in enumerate(parts)) + r"\Z", re.S)
@@ -397,7 +391,7 @@ def _alt_pattern(template: str) -> re.Pattern:
 def test_alt_text_numbers_come_from_names_the_code_assigns(path: Path):
     # A figure whose alt text quotes numbers keeps it as a template of {eval} roles
     # (metadata image_alt_eval); tools/execute_notebooks.py fills in mystnb.image.alt.
-    tool = _load_tool("execute_notebooks")
+    tool = load_script("execute_notebooks")
     cells = json.loads(path.read_text())["cells"]
     assigned: set[str] = set()
     for i, cell in enumerate(cells):
@@ -418,7 +412,7 @@ def test_alt_text_numbers_come_from_names_the_code_assigns(path: Path):
 
 
 def test_alt_text_templates_are_filled_from_the_values():
-    tool = _load_tool("execute_notebooks")
+    tool = load_script("execute_notebooks")
     template = "bars from {eval}`lo_txt` to {eval}`hi_txt`, not {eval}`lo_txt`"
     cells = [{"cell_type": "code", "metadata": {tool.ALT_TEMPLATE: template}},
              {"cell_type": "code", "metadata": {"mystnb": {"image": {"alt": "typed"}}}}]

@@ -3,27 +3,18 @@ and what the Colab button opens."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name: str, folder: str = "tools"):
-    spec = importlib.util.spec_from_file_location(name, ROOT / folder / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-plain = _load("plain_notebooks")
+plain = load_script("plain_notebooks")
 CHAPTERS = plain.chapters()
 
 
@@ -109,7 +100,7 @@ def test_plain_copy_has_no_myst_left(docname, path):
 
 @pytest.mark.parametrize(("docname", "path"), CHAPTERS, ids=lambda x: str(x).split("/")[-1])
 def test_plain_copy_keeps_the_colab_cell_first_and_every_code_cell(docname, path):
-    colab = _load("colab_cell")
+    colab = load_script("colab_cell")
     chapter = json.loads(path.read_text(encoding="utf-8"))
     copy = json.loads(plain.target_path(docname).read_text(encoding="utf-8"))
     first = colab.first_code_cell(copy)
@@ -280,7 +271,7 @@ def test_site_address_follows_the_repository(tmp_path):
 
 
 def test_colab_button_opens_the_plain_copy(tmp_path):
-    ext = _load("colab_plain", "_ext")
+    ext = load_script("colab_plain", "_ext")
     (tmp_path / "colab").mkdir()
     (tmp_path / "colab" / "04_x.ipynb").write_text("{}")
     url = "https://colab.research.google.com/github/o/r/blob/main/chapters/04_x.ipynb"

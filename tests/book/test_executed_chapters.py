@@ -24,9 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
-import importlib.util
 import json
-import sys
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -40,20 +38,13 @@ from nbval.plugin import (
     find_metadata_tags,
     nocolors,
 )
+from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTED = ROOT / "_build" / "jupyter_execute"
 
 
-def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-plain = _tool("plain_notebooks")
+plain = load_script("plain_notebooks")
 CHAPTERS = plain.chapters()
 IDS = [path.name for _, path in CHAPTERS]
 
