@@ -131,8 +131,10 @@ def test_rotary_scores_depend_on_the_distance_only():
                                    atol=1e-12)
 
 
-def _layer_gradients(rng, *, causal=False, mask=None, memory=None, n_kv_heads=None,
+def _assert_layer_gradients_match(rng, *, causal=False, mask=None, memory=None, n_kv_heads=None,
                      window=None, rope=False, kind="softmax", biases=True, d_kv=4):
+    """Asserts that the layer's backward pass equals central differences of a loss that
+    reads every output but one query's; returns the memory's gradient (cross-attention)."""
     p = _attn_params(rng, d_kv=d_kv, biases=biases)
     x = rng.normal(size=(2, 4, 4))
     r = rng.normal(size=(2, 4, 4))
@@ -160,7 +162,7 @@ def _layer_gradients(rng, *, causal=False, mask=None, memory=None, n_kv_heads=No
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_layer_gradients_with_a_mask(causal):
-    _layer_gradients(np.random.default_rng(5), causal=causal, mask=_pad([4, 3], 4))
+    _assert_layer_gradients_match(np.random.default_rng(5), causal=causal, mask=_pad([4, 3], 4))
 
 
 @pytest.mark.parametrize("case", ["gqa", "window", "rope", "linear", "no_biases"])
@@ -169,13 +171,13 @@ def test_attention_layer_gradients_of_every_variant(case):
     kwargs = {"gqa": dict(n_kv_heads=1, d_kv=2, causal=True), "window": dict(causal=True,
               window=2), "rope": dict(causal=True, rope=True), "linear": dict(kind="linear"),
               "no_biases": dict(biases=False, causal=True)}[case]
-    _layer_gradients(rng, **kwargs)
+    _assert_layer_gradients_match(rng, **kwargs)
 
 
 def test_cross_attention_gradients_reach_the_memory_through_keys_and_values():
     rng = np.random.default_rng(7)
     memory = rng.normal(size=(2, 5, 4))
-    d_memory = _layer_gradients(rng, mask=_pad([5, 2], 5), memory=memory)
+    d_memory = _assert_layer_gradients_match(rng, mask=_pad([5, 2], 5), memory=memory)
     assert np.all(d_memory[1, 2:] == 0)  # padding gets no gradient
     assert np.abs(d_memory[0]).max() > 0
 

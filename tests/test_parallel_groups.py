@@ -23,6 +23,8 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(page))
 """
 
+# The suite run in two workers: each of its tests only logs where it ran; the assertions
+# are test_a_group_runs_in_one_worker's, over that log.
 TESTS = """
 import json, os, pytest
 
