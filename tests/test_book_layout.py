@@ -70,16 +70,22 @@ def test_first_code_cell_installs_the_library_on_colab(path: Path):
         f"{path.name}: the first code cell is not the current Colab cell "
         "(run `python tools/colab_cell.py`)")
     source = "".join(colab.first_code_cell(nb)["source"])
-    assert colab.repository_url() in source and 'if "google.colab" in sys.modules:' in source
+    assert colab.site_url() + '"' in source and colab.wheel_name() + '"' in source
+    assert 'if "google.colab" in sys.modules or "ATTENTION_BOOK_SITE" in os.environ:' in source
+    assert "git+" not in source  # no install from a git tag
 
 
-def test_colab_cell_follows_the_configured_repository(tmp_path: Path):
+def test_colab_cell_follows_the_configured_site(tmp_path: Path):
     colab = load_script("colab_cell")
     (tmp_path / "_config.yml").write_text(
-        "title: x\nrepository:\n  url: https://example.org/fork/book\n  branch: main\n")
-    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "9.8.7"\n')
+        "title: x\nrepository:\n  url: https://github.com/Fork-Org/book\n  branch: main\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x-lib"\nversion = "9.8.7"\n')
     source = colab.cell_source(tmp_path)
-    assert '"https://example.org/fork/book"' in source and '"v9.8.7"' in source
+    assert '"https://fork-org.github.io/book/"' in source
+    assert '/wheels/x_lib-9.8.7-py3-none-any.whl"' in source
+    (tmp_path / "_config.yml").write_text(
+        "title: x\nhtml:\n  baseurl: https://book.example.org/attention\n")
+    assert '"https://book.example.org/attention/"' in colab.cell_source(tmp_path)
     compile(source, "colab-cell", "exec")  # plain Python, no IPython magics
 
 

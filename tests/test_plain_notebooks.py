@@ -18,6 +18,10 @@ plain = load_script("plain_notebooks")
 CHAPTERS = plain.chapters()
 
 
+STORED = sorted((ROOT / "chapters").glob("*.ipynb")) + sorted((ROOT / "colab").glob("*.ipynb"))
+PROGRESS = re.compile(r"training:\s+(?P<percent>\d+)%\|[^|]*\|\s*(?P<done>\d+)/(?P<total>\d+)")
+
+
 @pytest.fixture(scope="module")
 def book():
     return plain.load_book()
@@ -68,6 +72,8 @@ def myst_left(markdown: str) -> list[str]:
                 found.append(f"target {line.strip()}")
             if re.search(r"\$\$\s*\([\w:-]+\)\s*$", line):
                 found.append(f"equation label {line.strip()}")
+            if re.search(r"\[\^[^\]\s]+\]", line):  # a footnote: not CommonMark
+                found.append(f"footnote {line.strip()}")
     # anything a renderer could still take for a role, even where the tokens split it
     found += [f"role text {m.group(0)}" for m in re.finditer(r"\{[a-z][\w:-]*\}`", markdown)
               if not _inside_code(markdown, m.start())]
@@ -81,12 +87,37 @@ def _inside_code(markdown: str, at: int) -> bool:
 
 def test_the_myst_finder_finds_myst():
     sample = ("See {eq}`eq-a` and {cite:p}`x`.\n\n:::{admonition} T\nbody\n:::\n\n"
-              "(sec-a)=\n## A\n\n$$\nx\n$$ (eq-a)\n\n```{exercise}\n:label: e\nDo it.\n```\n")
+              "A note[^n].\n\n[^n]: Its text.\n\n(sec-a)=\n## A\n\n$$\nx\n$$ (eq-a)\n\n"
+              "```{exercise}\n:label: e\nDo it.\n```\n")
     found = " | ".join(myst_left(sample))
     for kind in ("role {eq}`eq-a`", "role {cite:p}`x`", "colon fence", "target (sec-a)=",
-                 "equation label", "directive fence {exercise}"):
+                 "equation label", "directive fence {exercise}", "footnote"):
         assert kind in found, f"{kind!r} not found in {found!r}"
     assert myst_left("Plain $x$ and `code` and [a link](b.ipynb).\n\n```python\nx = 1\n```\n") == []
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_stored_notebook_carries_no_widget_and_its_progress_bars_ended(path):
+    """No widget state and no widget view (the book shows none; GitHub, the website and a
+    plain copy would show a widget's first state): a training bar is text, in its final
+    state."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    assert "widgets" not in nb["metadata"], f"{path.name} stores widget state"
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            assert not [k for k in data if "widget" in k], f"{path.name}: a widget output"
+            text = "".join(data.get("text/plain", "")) + "".join(out.get("text", ""))
+            for bar in PROGRESS.finditer(text):
+                assert bar["percent"] == "100" and bar["done"] == bar["total"], (
+                    f"{path.name}: a progress bar left at {bar.group(0)!r}")
+
+
+def test_the_progress_bar_check_sees_the_training_bar():
+    chapter = ROOT / "chapters" / "14_stack_blocks_into_a_model.ipynb"
+    outputs = [o for c in json.loads(chapter.read_text(encoding="utf-8"))["cells"]
+               for o in c.get("outputs", [])]
+    assert [o for o in outputs if PROGRESS.search("".join(o.get("data", {}).get("text/plain", "")))]
 
 
 @pytest.mark.parametrize(("docname", "path"), CHAPTERS, ids=lambda x: str(x).split("/")[-1])
@@ -158,6 +189,16 @@ def test_roles_become_values_and_links():
 def test_labelled_equation_gets_its_number_and_targets_go():
     out = _md("(sec-x)=\n## Title\n\n  $$\n  a = b\n  $$ (eq-local)\n")
     assert out == "## Title\n\n  $$\n  a = b\n  \\tag{4.1}\n  $$"
+
+
+def test_footnotes_become_numbered_superscripts():
+    page = plain.Page(book=_book(), docname="chapters/04_x", values={"m_txt": "AMD EPYC"})
+    first = plain.convert_markdown("Fast[^bench] and small[^size].\n\n[^bench]: On {eval}`m_txt`."
+                                   "\n[^size]: In bytes.", page)
+    assert first == ("Fast<sup>1</sup> and small<sup>2</sup>.\n\n<sup>1</sup> On AMD EPYC.\n"
+                     "<sup>2</sup> In bytes.")
+    # numbered per chapter: a label seen before keeps its number
+    assert plain.convert_markdown("Again[^bench].", page) == "Again<sup>1</sup>."
 
 
 def test_asides_exercises_and_solutions():

@@ -1,15 +1,19 @@
 """The first code cell of every chapter: on Colab it installs attention_lib.
 
-Colab opens one notebook with nothing around it, so the notebook installs the
-library itself, from the repository named in ``_config.yml`` (the one place the
-URL lives) at the release tag ``v<version>`` of ``pyproject.toml``. Anywhere
-else the cell does nothing. It is removed from the website (``remove-cell``).
+Colab opens one notebook with nothing around it, so the notebook installs the library
+itself: the wheel that the website carries (``<site>/wheels/<wheel>``, built by
+``_ext/site_wheel.py`` from the same commit as the pages, so a notebook and the library it
+installs always agree). The site is the one of ``_config.yml`` (``html: baseurl:``, or the
+GitHub Pages site of ``repository: url:``: the one place the URL lives); the environment
+variable ``ATTENTION_BOOK_SITE`` points the cell at another copy of the website (a mirror,
+or the built site served on 127.0.0.1 by a test) and makes it install anywhere. Without it,
+and outside Colab, the cell does nothing. It is removed from the website (``remove-cell``).
 
     python tools/colab_cell.py          # rewrite the cell in every chapter
     python tools/colab_cell.py --check  # exit 1 if a chapter's cell is stale
 
-After a release (a new version in pyproject.toml, tagged ``v<version>``), run it
-and commit the notebooks.
+After a change of the version in pyproject.toml (the wheel's name), run it, then
+``python tools/plain_notebooks.py``, and commit the notebooks.
 """
 
 from __future__ import annotations
@@ -25,33 +29,58 @@ CELL_ID = "colab-install"
 TAGS = ["remove-cell"]
 
 
-def repository_url(root: Path = ROOT) -> str:
-    """``repository: url:`` from ``_config.yml`` (read without a YAML parser)."""
-    text = (root / "_config.yml").read_text(encoding="utf-8")
-    match = re.search(r"^repository:\s*\n(?:[ \t]+.*\n)*?[ \t]+url:\s*(\S+)", text, re.M)
-    if not match:
-        raise SystemExit("_config.yml has no repository: url:")
-    return match.group(1).rstrip("/")
+def _config(root: Path) -> dict:
+    import yaml
+
+    return yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
 
 
-def release_tag(root: Path = ROOT) -> str:
+def site_url(root: Path = ROOT) -> str:
+    """The website's address, ending in ``/``.
+
+    ``html: baseurl:`` of ``_config.yml`` if it is set, else the GitHub Pages site of
+    ``repository: url:`` (``https://github.com/org/repo`` is published at
+    ``https://org.github.io/repo/``), so that a fork's notebooks use the fork's site.
+    """
+    config = _config(root)
+    url = (config.get("html") or {}).get("baseurl")
+    if not url:
+        repo = (config.get("repository") or {}).get("url", "")
+        found = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?/?", repo)
+        if not found:
+            raise ValueError("_config.yml has neither html: baseurl: nor a GitHub "
+                             f"repository: url: to derive the website from (got {repo!r})")
+        url = f"https://{found.group(1).lower()}.github.io/{found.group(2)}/"
+    return url.rstrip("/") + "/"
+
+
+def wheel_name(root: Path = ROOT) -> str:
+    """The library's wheel as the website carries it (``_ext/site_wheel.py``)."""
     with open(root / "pyproject.toml", "rb") as f:
-        return "v" + tomllib.load(f)["project"]["version"]
+        project = tomllib.load(f)["project"]
+    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
 
 
 def cell_source(root: Path = ROOT) -> str:
     return (
-        "# On Colab, install the book's library first (elsewhere this cell does nothing).\n"
+        "# On Colab, install the book's library first: the wheel the website carries, built\n"
+        "# from the same commit as this notebook. Elsewhere this cell does nothing, unless\n"
+        "# ATTENTION_BOOK_SITE names another copy of the website to install from.\n"
+        "import os\n"
         "import sys\n"
         "\n"
-        'if "google.colab" in sys.modules:\n'
+        'if "google.colab" in sys.modules or "ATTENTION_BOOK_SITE" in os.environ:\n'
         "    import subprocess\n"
         "\n"
-        f"    repository = {json.dumps(repository_url(root))}\n"
-        f"    release = {json.dumps(release_tag(root))}\n"
-        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"--quiet\",\n"
-        "                    f\"attention_lib[plots] @ git+{repository}.git@{release}\"],\n"
-        "                   check=True)"
+        "    site = os.environ.get(\"ATTENTION_BOOK_SITE\",\n"
+        f"                          {json.dumps(site_url(root))})\n"
+        f"    wheel = site.rstrip(\"/\") + \"/wheels/{wheel_name(root)}\"\n"
+        "    installed = subprocess.run([sys.executable, \"-m\", \"pip\", \"install\",\n"
+        "                                \"--quiet\", \"--disable-pip-version-check\",\n"
+        "                                f\"attention_lib[plots] @ {wheel}\"],\n"
+        "                               capture_output=True, text=True)\n"
+        "    if installed.returncode:\n"
+        "        raise RuntimeError(f\"pip could not install {wheel}:\\n{installed.stderr}\")"
     )
 
 
@@ -76,9 +105,16 @@ def write(path: Path, root: Path = ROOT) -> bool:
     nb = json.loads(path.read_text(encoding="utf-8"))
     if is_current(nb, root):
         return False
-    nb["cells"] = [c for c in nb["cells"] if c.get("id") != CELL_ID]
-    index = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
-    nb["cells"].insert(index, cell(root))
+    first = first_code_cell(nb)
+    if first is not None and first.get("id") == CELL_ID:
+        # Only the source and the tags change: its other metadata (JupyterLab's collapsed
+        # state, the last run) stays.
+        first["source"] = cell(root)["source"]
+        first.setdefault("metadata", {})["tags"] = list(TAGS)
+    else:
+        nb["cells"] = [c for c in nb["cells"] if c.get("id") != CELL_ID]
+        index = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
+        nb["cells"].insert(index, cell(root))
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return True
 

@@ -65,8 +65,11 @@ def execute(path: Path, timeout: int = 600) -> None:
     names = alt_names(nb.cells)
     if names:  # read the names' values at the end of the run, then drop the extra cell
         nb.cells.append(_values_cell(names))
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    # No widget state is stored: the book shows no widget (its controls are browser-side),
+    # and a state left in the file would only weigh on every copy of it.
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
+    nb.metadata.pop("widgets", None)
     if names:
         extra = nb.cells.pop()
         text = "".join(o.get("text", "") for o in extra.outputs if o.get("name") == "stdout")

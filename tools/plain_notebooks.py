@@ -20,6 +20,8 @@ listed in ``_toc.yml`` becomes ``colab/<same name>.ipynb``, where
 - admonitions are blockquotes (a ``dropdown`` one, and any with display maths, a
   ``<details>`` block), exercises are headings, solutions ``<details>`` blocks;
 - ``{figure}`` and ``{image}`` are Markdown images; links to ``.md`` pages go to the website;
+- a footnote (not CommonMark) is a superscript number, ``<sup>1</sup>``, and its text a
+  paragraph where it is defined that starts with the same number (numbered per chapter);
 - code cells keep their code and stored outputs; a cell tagged ``remove-input`` +
   ``remove-output`` (it only formats prose numbers) is dropped when no later cell reads or
   could be affected by anything it binds or touches, and otherwise kept, collapsed;
@@ -34,6 +36,7 @@ from __future__ import annotations
 import ast
 import codecs
 import copy
+import importlib.util
 import json
 import re
 import sys
@@ -53,6 +56,8 @@ ADMONITIONS = {"admonition", "note", "tip", "hint", "important", "warning", "cau
 ROLE = re.compile(r"\{([A-Za-z][\w:-]*)\}`([^`]*)`")
 FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<arg>.*)$")
 EQ_LABEL = re.compile(r"^[ \t]*\$\$[ \t]*\((?P<label>[^)\s]+)\)[ \t]*$")
+FOOTNOTE_REF = re.compile(r"\[\^(?P<label>[^\]\s]+)\]")
+FOOTNOTE_DEF = re.compile(r"^\[\^(?P<label>[^\]\s]+)\]:[ \t]*(?P<text>.*)$")
 TARGET = re.compile(r"^\((?P<label>[^)\s]+)\)=[ \t]*$")
 LINK = re.compile(r"(?<!!)\[(?P<text>[^\]]*)\]\((?P<url>[^)\s]+)\)")
 
@@ -69,22 +74,20 @@ def _config(root: Path) -> dict:
 
 
 def site_url(root: Path = ROOT) -> str:
-    """The website's address, ending in ``/``.
+    """The website's address, ending in ``/`` (``tools/colab_cell.py``'s, where the install
+    cell finds the library's wheel)."""
+    try:
+        return _colab_cell().site_url(root)
+    except ValueError as e:
+        raise PlainError(str(e)) from None
 
-    ``html: baseurl:`` of ``_config.yml`` if it is set, else the GitHub Pages site of
-    ``repository: url:`` (``https://github.com/org/repo`` is published at
-    ``https://org.github.io/repo/``), so that a fork's copies link to the fork's site.
-    """
-    config = _config(root)
-    url = (config.get("html") or {}).get("baseurl")
-    if not url:
-        repo = (config.get("repository") or {}).get("url", "")
-        found = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(\.git)?/?", repo)
-        if not found:
-            raise PlainError("_config.yml has neither html: baseurl: nor a GitHub "
-                             f"repository: url: to derive the website from (got {repo!r})")
-        url = f"https://{found.group(1).lower()}.github.io/{found.group(2)}/"
-    return url.rstrip("/") + "/"
+
+def _colab_cell():
+    spec = importlib.util.spec_from_file_location("colab_cell", Path(__file__).with_name(
+        "colab_cell.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def toc_entries(root: Path = ROOT) -> list[tuple[str, bool]]:
@@ -210,6 +213,11 @@ class Page:
     values: dict[str, str]
     exercise: int = 0
     solution: str | None = None  # inside a gated solution: its title
+    footnotes: dict[str, int] = field(default_factory=dict)  # label -> its number
+
+    def footnote(self, label: str) -> str:
+        number = self.footnotes.setdefault(label, len(self.footnotes) + 1)
+        return f"<sup>{number}</sup>"
 
     def fail(self, what: str, text: str) -> PlainError:
         return PlainError(f"{self.docname}: {what}: {text.strip()[:200]!r}")
@@ -278,6 +286,9 @@ def _blocks(lines: list[str], page: Page) -> list[str]:
             continue
         if EQ_LABEL.match(line) or re.search(r"\$\$[ \t]*\(\S+\)[ \t]*$", line):
             raise page.fail("an equation label outside display maths", line)
+        note = FOOTNOTE_DEF.match(line)
+        if note:
+            line = f"{page.footnote(note['label'])} {note['text']}"
         out.append(_inline(line, page))
         i += 1
     return out
@@ -371,6 +382,7 @@ def _equation(label: str, page: Page) -> tuple[str, str]:
 def _inline(line: str, page: Page) -> str:
     out = ROLE.sub(lambda m: _role(m.group(1), m.group(2), page), line)
     out = LINK.sub(lambda m: _link(m["text"], m["url"], page), out)
+    out = FOOTNOTE_REF.sub(lambda m: page.footnote(m["label"]), out)
     leftover = re.search(r"\{[A-Za-z][\w:-]*\}`", out)
     if leftover:
         raise page.fail("a role that is not closed on its line", line)
@@ -610,6 +622,7 @@ def plain_notebook(chapter: dict, docname: str, values: dict[str, dict[str, str]
     nb = {key: copy.deepcopy(value) for key, value in chapter.items() if key != "cells"}
     nb["cells"] = out_cells
     nb["metadata"] = dict(nb.get("metadata", {}))
+    nb["metadata"].pop("widgets", None)  # no widget state: the copies show no widget
     nb["metadata"]["plain_notebook"] = {
         "source": f"{docname}.ipynb", "website": book.page(docname), "eval": recorded}
     return nb

@@ -71,13 +71,22 @@ def cell_hash(source: str) -> str:
     return hashlib.sha1(source.encode()).hexdigest()
 
 
+def _code_hashes(path: Path) -> set[str]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return {cell_hash("".join(c["source"])) for c in nb["cells"]
+            if c["cell_type"] == "code" and "".join(c["source"]).strip()}
+
+
 def chapter_cells(root: Path = ROOT) -> dict[str, set[str]]:
-    """The hashes of each chapter's non-empty code cells."""
+    """The hashes of each chapter's non-empty code cells that its plain copy (colab/) keeps
+    too: a kernel that ran either one ran all of these (one chapter's run in the reader stage
+    is its plain copy's, installed as on Colab)."""
     cells = {}
     for path in sorted((root / "chapters").glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        cells[path.stem] = {cell_hash("".join(c["source"])) for c in nb["cells"]
-                            if c["cell_type"] == "code" and "".join(c["source"]).strip()}
+        cells[path.stem] = _code_hashes(path)
+        copy = root / "colab" / path.name
+        if copy.exists():
+            cells[path.stem] &= _code_hashes(copy)
     return cells
 
 

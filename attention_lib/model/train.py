@@ -22,6 +22,7 @@ So a stored run is tied to the code by replaying its first steps.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -227,6 +228,50 @@ def check_schedule(steps: Any, lr: Any, min_lr: Any, warmup: Any, weight_decay: 
             "eval_every": eval_every, "seed": seed, "progress": progress}
 
 
+class _DisplayLine:
+    """A file for tqdm that shows the bar's latest line as one notebook output, updated in
+    place: the output a saved notebook keeps (and the website and a plain copy show) is the
+    bar's final state, where tqdm's widget bar would leave its first, "0%"."""
+
+    encoding = "utf-8"  # tqdm draws its bar in block characters
+
+    def __init__(self) -> None:
+        self._handle = None
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip("\n")  # tqdm writes "\r" + the bar, "\n" at the end
+        if not line:
+            return
+        from IPython.display import display
+
+        if self._handle is None:
+            self._handle = display({"text/plain": line}, raw=True, display_id=True)
+        else:
+            self._handle.update({"text/plain": line}, raw=True)
+
+    def flush(self) -> None:
+        pass
+
+
+def _in_kernel() -> bool:
+    """Running in a Jupyter kernel (a notebook), not a terminal or a script."""
+    if "IPython" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+def progress_bar(total: int, desc: str = "training", unit: str = "step"):
+    """A tqdm progress bar: in a notebook a line of text updated in place (its last state
+    stays in the saved notebook), elsewhere tqdm's bar on stderr."""
+    from tqdm import tqdm
+
+    if _in_kernel():
+        return tqdm(total=total, desc=desc, unit=unit, file=_DisplayLine(), ncols=100)
+    return tqdm(total=total, desc=desc, unit=unit)
+
+
 def train_loop(params: Params, loss_and_grads: Callable[[Params, Any], tuple[float, Params]],
                sample: Callable[[np.random.Generator], Any], rng: np.random.Generator, *,
                steps: int, lr: float, log: GPTTrainingLog | None = None,
@@ -268,9 +313,7 @@ def train_loop(params: Params, loss_and_grads: Callable[[Params, Any], tuple[flo
     opt = Adam(params, lr=lr, betas=betas, weight_decay=weight_decay, decay=decay)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=steps, desc="training", unit="step")
+        bar = progress_bar(steps)
     start = time.perf_counter()
     for step in range(1, steps + 1):
         loss, grads = loss_and_grads(params, sample(rng))

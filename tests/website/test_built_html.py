@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,25 @@ def test_links_within_the_site_reach_their_page_and_anchor(html_root, name):
             if anchor not in ids[target]:
                 broken.append(url)
     assert not broken, f"{name}.html links to what is not there: {broken}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_footer_names_the_licences_and_the_citation(html_root, name):
+    footer = re.search(r"<footer\b.*?</footer>", page(html_root, name), re.S)
+    assert footer, f"{name}.html has no footer"
+    text = footer.group(0)
+    assert '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a>' in text
+    assert re.search(r'<a href="https://github\.com/[^"]+/blob/[^"]+/LICENSE">MIT</a>', text)
+    assert re.search(r'<a href="https://github\.com/[^"]+/blob/[^"]+/CITATION\.cff">', text)
+
+
+def test_the_site_carries_the_library_wheel(html_root):
+    """The wheel the plain notebooks' first cell installs (tests/environments installs it)."""
+    wheels = sorted(p.name for p in (html_root / "wheels").glob("*"))
+    assert len(wheels) == 1 and wheels[0].endswith("-py3-none-any.whl"), wheels
+    names = zipfile.ZipFile(html_root / "wheels" / wheels[0]).namelist()
+    root = Path(__file__).resolve().parents[2]
+    for wanted in ("attention_lib/__init__.py", "attention_lib/data/book_gpt.npz",
+                   "attention_lib/controls/assets/model.js"):
+        assert wanted in names and (root / wanted).exists(), wanted
+    assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
