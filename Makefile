@@ -2,7 +2,14 @@
 # when they are missing or out of date, so on a fresh machine `make book` and
 # `make test` are all the set-up there is.
 
-PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
+# A supported Python, 3.11 to 3.13: the first of python3.11, python3.12, python3.13 and
+# python3 that runs and is one of them (`make PYTHON=/path/to/python3.12 ...` to choose).
+SUPPORTED_PYTHON := import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))
+ifeq ($(origin PYTHON), undefined)
+PYTHON := $(shell for p in python3.11 python3.12 python3.13 python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c '$(SUPPORTED_PYTHON)' 2>/dev/null \
+	&& { command -v $$p; break; }; done)
+endif
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -24,7 +31,7 @@ help:
 	@echo "            book's environment, compared with the stored outputs), site, JupyterLab"
 	@echo "            and reader-environment tests; prints each stage's time"
 	@echo "make serve  serve _build/html on http://127.0.0.1:$(PORT)"
-	@echo "make lab    JupyterLab on the chapters"
+	@echo "make lab    JupyterLab on the chapters (installs only what running them needs)"
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
@@ -32,11 +39,31 @@ help:
 	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
 
-$(STAMP): requirements.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+# .venv, made once with the Python found above (or says what to install).
+$(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "No Python 3.11, 3.12 or 3.13 found. Install one (Debian and"\
+	  "Ubuntu: apt-get install python3 python3-venv), or name it: make PYTHON=/path/to/python3.12";\
+	  exit 1; }
+	@echo "Creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
+	@$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "$(PYTHON) cannot make a virtual"\
+	  "environment. Debian and Ubuntu: apt-get install python3-venv (for python3.11 on"\
+	  "Debian 12: python3.11-venv)"; exit 1; }
+
+$(STAMP): requirements.txt pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --upgrade pip
 	$(BIN)/python -m pip install -r requirements.txt
 	touch $(STAMP)
+
+# What reading and running the chapters needs and nothing else (binder/requirements.txt:
+# JupyterLab, jupyterlab-myst, the kernel, numpy, matplotlib, ipywidgets, tqdm), with the
+# library installed editable; `make book` and `make test` add the build and test tools.
+LAB_STAMP := $(VENV)/.lab-installed
+$(LAB_STAMP): binder/requirements.txt pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --upgrade pip
+	grep -v '^\.$$' binder/requirements.txt > $(VENV)/lab-requirements.txt
+	$(BIN)/python -m pip install -r $(VENV)/lab-requirements.txt -e .
+	touch $(LAB_STAMP)
+	@echo "$(VENV): $$(du -sh $(VENV) | cut -f1), $$($(BIN)/python -m pip list 2>/dev/null | tail -n +3 | wc -l) packages"
 
 # Notebooks execute when Sphinx reads them, and Sphinx re-reads only pages whose
 # source changed. The notebooks also depend on attention_lib (its code and the
@@ -45,7 +72,8 @@ $(STAMP): requirements.txt pyproject.toml
 # `make test` checks them instead of running the chapters again.
 INPUTS_HASH = $(shell { find attention_lib -type f -not -path '*/__pycache__/*' | LC_ALL=C sort; echo requirements.txt; } | xargs cat | sha256sum | cut -c1-16)
 # Pages read (and so notebooks executed) at once: tools/build_book.py, at most 2 by default.
-BOOK_JOBS ?= $(shell $(PYTHON) -c "import os; print(min(os.cpu_count() or 1, 2))")
+CPUS := $(shell nproc 2>/dev/null || echo 1)
+BOOK_JOBS ?= $(shell [ $(CPUS) -gt 2 ] && echo 2 || echo $(CPUS))
 # pytest-xdist workers for the unit tests, the website tests and the reader-environment runs.
 TEST_WORKERS ?= $(BOOK_JOBS)
 INPUTS_STAMP := _build/.inputs-hash
@@ -84,11 +112,11 @@ lint: $(STAMP)
 # With N test processes (or kernels) at once, each one's BLAS gets the CPUs divided by N:
 # OpenBLAS's threads wait for work by spinning, and with a thread per CPU in each of two
 # processes the book model's two-step replay took 97 s instead of 7.5 s on 2 CPUs.
-BLAS_SHARE = $(shell $(PYTHON) -c "import os; print(max(1, (os.cpu_count() or 1) // $(TEST_WORKERS)))")
+BLAS_SHARE = $(shell n=$$(( $(CPUS) / $(TEST_WORKERS) )); [ $$n -ge 1 ] && echo $$n || echo 1)
 SHARED_BLAS = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$(BLAS_SHARE)} \
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(BLAS_SHARE)} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-$(BLAS_SHARE)}
 
-unit: $(STAMP)
+unit: $(STAMP) $(NODE_STAMP)
 	$(SHARED_BLAS) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
 
 # The build's run of each chapter (_build/jupyter_execute) compared with the outputs stored
@@ -131,7 +159,11 @@ lab-tests: $(STAMP)
 test: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python tools/test_stages.py
 
-lab: $(STAMP)
+# The reader's set-up (LAB_STAMP) on a fresh clone; the full one where make book or make
+# test made it.
+lab:
+	@if [ -f $(STAMP) ]; then $(MAKE) --no-print-directory $(STAMP); \
+	 else $(MAKE) --no-print-directory $(LAB_STAMP); fi
 	$(BIN)/jupyter lab chapters
 
 # `make bench` writes its results to _build/bench/ (untracked) and prints where;
