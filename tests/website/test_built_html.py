@@ -226,7 +226,8 @@ def test_links_within_the_site_reach_their_page_and_anchor(html_root, name):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_footer_names_the_licences_and_the_citation(html_root, name):
-    footer = re.search(r"<footer\b.*?</footer>", page(html_root, name), re.S)
+    footer = re.search(r'<footer class="bd-footer-content">.*?</footer>', page(html_root, name),
+                       re.S)
     assert footer, f"{name}.html has no footer"
     text = footer.group(0)
     assert '<a href="https://creativecommons.org/licenses/by/4.0/">CC BY 4.0</a>' in text
