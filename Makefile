@@ -44,6 +44,8 @@ $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "No Python 3.11, 3.12 or 3.13 found. Install one (Debian and"\
 	  "Ubuntu: apt-get install python3 python3-venv), or name it: make PYTHON=/path/to/python3.12";\
 	  exit 1; }
+	@$(PYTHON) -c '$(SUPPORTED_PYTHON)' || { echo "$(PYTHON) is $$($(PYTHON) --version 2>&1);"\
+	  "the book needs Python 3.11, 3.12 or 3.13"; exit 1; }
 	@echo "Creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	@$(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); echo "$(PYTHON) cannot make a virtual"\
 	  "environment. Debian and Ubuntu: apt-get install python3-venv (for python3.11 on"\

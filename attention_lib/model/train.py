@@ -268,7 +268,7 @@ def progress_bar(total: int, desc: str = "training", unit: str = "step"):
     from tqdm import tqdm
 
     if _in_kernel():
-        return tqdm(total=total, desc=desc, unit=unit, file=_DisplayLine(), ncols=100)
+        return tqdm(total=total, desc=desc, unit=unit, file=_DisplayLine(), ncols=80)
     return tqdm(total=total, desc=desc, unit=unit)
 
 
