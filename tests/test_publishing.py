@@ -177,3 +177,18 @@ def test_the_chapters_folder_says_where_to_read_and_what_to_open_on_colab():
     assert text.count("[Open in Colab]") == len(chapters)
     for link in relative_links(readme):
         assert (readme.parent / link).exists(), f"chapters/README.md links to {link}"
+
+
+def test_make_lab_installs_only_what_running_the_chapters_needs(tmp_path):
+    """On a fresh clone `make lab` installs binder/requirements.txt (no build or test tools;
+    tests/environments checks that environment) and the library, never requirements.txt."""
+    venv = tmp_path / "venv"
+    plan = subprocess.run(["make", "-n", "-B", f"VENV={venv}", f"{venv}/.lab-installed"],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    installs = [line for line in plan.splitlines() if "pip install" in line]
+    assert installs == [f"{venv}/bin/python -m pip install --upgrade pip",
+                        f"{venv}/bin/python -m pip install -r {venv}/lab-requirements.txt -e ."]
+    assert f"binder/requirements.txt > {venv}/lab-requirements.txt" in plan
+    lab = subprocess.run(["make", "-n", f"VENV={venv}", "lab"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert f"else make --no-print-directory {venv}/.lab-installed" in lab.replace("\\\n", "")
