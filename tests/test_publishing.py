@@ -192,3 +192,15 @@ def test_make_lab_installs_only_what_running_the_chapters_needs(tmp_path):
     lab = subprocess.run(["make", "-n", f"VENV={venv}", "lab"], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert f"else make --no-print-directory {venv}/.lab-installed" in lab.replace("\\\n", "")
+
+
+def test_the_readers_pins_are_the_books_pins():
+    """binder/requirements.txt (Binder, make lab) pins each package as requirements.txt does,
+    so a reader runs the versions the book is built and tested with."""
+    def pins(path: Path) -> dict[str, str]:
+        return dict(re.findall(r"^([A-Za-z][\w.-]*)==(\S+)", path.read_text(), flags=re.M))
+
+    reader, book = pins(ROOT / "binder" / "requirements.txt"), pins(ROOT / "requirements.txt")
+    assert {"jupyterlab", "jupyterlab-myst", "ipykernel", "numpy", "matplotlib"} <= set(reader)
+    differ = {name: (v, book.get(name)) for name, v in reader.items() if book.get(name) != v}
+    assert not differ, f"binder/requirements.txt and requirements.txt differ: {differ}"
