@@ -320,6 +320,28 @@ def test_code_boxes_are_measured_as_they_near_the_screen(phone_browser, base_url
     page.close()
 
 
+# Every fold opened, as _fitted() and a whole-page check open them (not by clicking).
+OPEN_FOLDS = """() => {
+    document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+    document.querySelectorAll('details').forEach(d => { d.open = true; }); }"""
+
+# _static/fit_math.js has fitted every display equation that is shown, the whole page.
+ALL_FITTED = """() => document.documentElement.dataset.mathFitted
+    && [...document.querySelectorAll('mjx-container[display="true"]')]
+         .every(m => m.dataset.fitted || !m.checkVisibility({visibilityProperty: true}))"""
+
+
+def _checked_whole(context, base_url: str, name: str) -> PageVisit:
+    """A fresh load of a page as an accessibility checker or a keyboard user meets it:
+    every fold opened by a script, nothing scrolled, once the fit script has fitted the
+    whole page after its load event (in idle time, without the reader's scrolling)."""
+    v = PageVisit(context, f"{base_url}/{name}.html")
+    v.name = name
+    v.page.evaluate(OPEN_FOLDS)
+    v.page.wait_for_function(ALL_FITTED, timeout=20000)
+    return v
+
+
 def _fitted(visit, open_dropdowns: bool = True) -> None:
     """Open every dropdown and scroll through the page as a reader does, then wait until
     _static/fit_math.js has fitted every display equation that is shown (it fits each
@@ -330,11 +352,7 @@ def _fitted(visit, open_dropdowns: bool = True) -> None:
     if visit.page.locator('mjx-container[display="true"]').count():
         visit.page.evaluate(
             """async (open) => {
-                 if (open) {
-                   document.querySelectorAll('.toggle-hidden')
-                     .forEach(e => e.classList.remove('toggle-hidden'));
-                   document.querySelectorAll('details').forEach(d => { d.open = true; });
-                 }
+                 if (open) (""" + OPEN_FOLDS + """)();
                  for (let y = 0; y < document.documentElement.scrollHeight; y += innerHeight / 2) {
                    window.scrollTo(0, y);
                    await new Promise(r => requestAnimationFrame(() => setTimeout(r, 20)));
@@ -347,21 +365,36 @@ def _fitted(visit, open_dropdowns: bool = True) -> None:
             timeout=20000)
 
 
+# The display equations wider than their box that neither scroll with a cue nor stay
+# on the screen.
+CUT_EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display="true"]')]
+    .filter(m => {
+        const wide = m.scrollWidth > m.clientWidth + 1
+                     || m.scrollWidth > m.parentElement.clientWidth + 1;
+        const scrolls = m.classList.contains('math-scroll')
+                        && getComputedStyle(m).overflowX === 'auto'
+                        && !!document.querySelector('.math-scroll-hint');
+        return (wide && !scrolls)
+               || m.getBoundingClientRect().right > window.innerWidth + 1; })
+    .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50))"""
+
+
 def test_no_display_equation_is_cut_on_a_phone(phone_visit):
     """Each display equation fits its column, or scrolls inside its box with a visible cue."""
     _fitted(phone_visit)
-    cut = phone_visit.page.evaluate(
-        """() => [...document.querySelectorAll('mjx-container[display="true"]')]
-            .filter(m => {
-                const wide = m.scrollWidth > m.clientWidth + 1
-                             || m.scrollWidth > m.parentElement.clientWidth + 1;
-                const scrolls = m.classList.contains('math-scroll')
-                                && getComputedStyle(m).overflowX === 'auto'
-                                && !!document.querySelector('.math-scroll-hint');
-                return (wide && !scrolls)
-                       || m.getBoundingClientRect().right > window.innerWidth + 1; })
-            .map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 50))""")
+    cut = phone_visit.page.evaluate(CUT_EQUATIONS)
     assert not cut, f"{phone_visit.name}: display equations cut without a cue: {cut}"
+
+
+def test_no_display_equation_is_cut_on_a_phone_checked_whole(phone_visit, phone_browser,
+                                                             base_url):
+    """The same on a fresh load with every fold open and nothing scrolled: the equations
+    far below the screen are fitted too, not only those the reader has come near."""
+    v = _checked_whole(phone_browser, base_url, phone_visit.name)
+    cut = v.page.evaluate(CUT_EQUATIONS)
+    assert not v.console_errors, v.console_errors
+    v.page.close()
+    assert not cut, f"{phone_visit.name} (checked whole): equations cut without a cue: {cut}"
 
 
 def test_display_equations_stay_legible_on_a_phone(phone_visit):
@@ -399,27 +432,37 @@ def test_figures_are_sharp_on_a_2x_screen(phone_visit):
 
 # --- Accessibility: axe-core (bundled with axe-playwright-python, nothing from a CDN) --------
 
-# A theme changes colours and nothing else: the light page gets every rule, the dark page
-# the rules that read colours.
+# A theme changes colours and nothing else: the light page gets every rule (checked whole),
+# the dark page the rules that read colours (as a reader sees it).
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
-def test_no_serious_accessibility_violation(visit, theme):
+def _serious_violations(page, options: dict) -> list:
     from axe_playwright_python.sync_playwright import Axe
 
+    results = Axe().run(page, options={"resultTypes": ["violations"], **options})
+    return [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["target"])
+            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+
+
+def test_no_serious_accessibility_violation(visit, browser, base_url):
+    """Every rule, on the light page checked whole as an accessibility checker or a keyboard
+    user meets it: a fresh load, every fold open, nothing scrolled (the equations far below
+    are fitted all the same, and one that scrolls has a tab stop)."""
+    v = _checked_whole(browser, base_url, visit.name)
+    serious = _serious_violations(v.page, {})
+    v.page.close()
+    assert not serious, f"{visit.name} (light, checked whole): {serious}"
+
+
+def test_no_serious_colour_violation_in_the_dark_theme(visit):
     # Every section laid out and every equation fitted, as a reader sees the page (with
     # its dropdowns closed).
     _fitted(visit, open_dropdowns=False)
     visit.page.evaluate(
-        "(t) => { document.documentElement.dataset.theme = t;"
-        " document.documentElement.dataset.mode = t; }", theme)
+        "() => { document.documentElement.dataset.theme = 'dark';"
+        " document.documentElement.dataset.mode = 'dark'; }")
     visit.page.wait_for_timeout(400)  # the theme's colour transitions end
-    options = {"resultTypes": ["violations"]}
-    if theme == "dark":
-        options["runOnly"] = {"type": "rule", "values": COLOUR_RULES}
-    results = Axe().run(visit.page, options=options)
-    serious = [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["target"])
-               for v in results.response["violations"]
-               if v["impact"] in ("serious", "critical")]
-    assert not serious, f"{visit.name} ({theme}): {serious}"
+    serious = _serious_violations(
+        visit.page, {"runOnly": {"type": "rule", "values": COLOUR_RULES}})
+    assert not serious, f"{visit.name} (dark): {serious}"
