@@ -4,6 +4,9 @@
 // readers read. Reads JSON on stdin:
 //   {"config": {tex options}, "pages": [{"fontURL": "...", "math": [["tex", true], ...]}]}
 // and writes {"pages": [{"html": ["<mjx-container ...>", ...], "css": "..."}]} on stdout.
+// A display formula's container carries its width in em (data-width, MathJax's own
+// measure), so that _static/fit_math.js knows which formulas may be wider than their
+// column without laying out the page.
 "use strict";
 const path = require("path");
 const modules = process.env.BOOK_NODE_MODULES || path.join(__dirname, "node_modules");
@@ -15,9 +18,23 @@ const { liteAdaptor } = need("adaptors/liteAdaptor.js");
 const { RegisterHTMLHandler } = need("handlers/html.js");
 const { AssistiveMmlHandler } = need("a11y/assistive-mml.js");
 const { AllPackages } = need("input/tex/AllPackages.js");
+const { STATE } = need("core/MathItem.js");
 
 const adaptor = liteAdaptor();
 AssistiveMmlHandler(RegisterHTMLHandler(adaptor));
+
+// MathDocument.convert, keeping the MathItem: its bounding box gives the width.
+function typeset(doc, source, display, scale) {
+  const item = new doc.options.MathItem(source, doc.inputJax[0], display);
+  item.start.node = adaptor.body(doc.document);
+  item.setMetrics(16, 8, 1280, 1000000, scale);
+  item.convert(doc, STATE.LAST);
+  const node = item.typesetRoot;
+  if (display) {
+    adaptor.setAttribute(node, "data-width", doc.outputJax.getBBox(item, doc).w.toFixed(2));
+  }
+  return adaptor.outerHTML(node);
+}
 
 let input = "";
 process.stdin.setEncoding("utf8");
@@ -34,8 +51,7 @@ process.stdin.on("end", () => {
     // around it: in Chromium with the theme's font it set inline maths at 127.3 % and
     // display maths at 100 %. The same sizes are set here.
     const html = page.math.map(([source, display]) =>
-      adaptor.outerHTML(doc.convert(source, {
-        display, em: 16, ex: 8, containerWidth: 1280, scale: display ? 1 : 1.273 })));
+      typeset(doc, source, display, display ? 1 : 1.273));
     const css = adaptor.textContent(doc.outputJax.styleSheet(doc));
     return { html, css };
   });
