@@ -84,3 +84,37 @@ def test_training_refuses_bad_settings():
         train_gpt(config, stream, stream[:10], steps=2, progress=False)
     with pytest.raises(ValueError, match="train_tokens"):
         train_gpt(config, stream + 8, stream, steps=2, progress=False)
+
+
+def test_in_a_notebook_the_bar_is_one_output_that_ends_full(monkeypatch):
+    """In a kernel the training bar is one display updated in place, so a saved notebook
+    keeps its final state (100 %), never tqdm's widget and its first state."""
+    import IPython.display
+
+    from attention_lib.model import train as core_train
+
+    shown: list[str] = []
+    created = []
+
+    class Handle:
+        def update(self, data, raw=False):
+            assert raw and set(data) == {"text/plain"}
+            shown.append(data["text/plain"])
+
+    def display(data, raw=False, display_id=False):
+        assert raw and display_id and set(data) == {"text/plain"}
+        created.append(data["text/plain"])
+        shown.append(data["text/plain"])
+        return Handle()
+
+    monkeypatch.setattr(core_train, "_in_kernel", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    params = {"w": np.zeros(2)}
+    log = core_train.train_loop(params, lambda p, b: (1.5, {"w": np.ones(2)}), lambda r: None,
+                                np.random.default_rng(0), steps=7, lr=0.1, progress=True)
+    assert len(log.train_loss) == 7
+    assert len(created) == 1, "the bar made more than one output"
+    assert shown[0].startswith("training:") and "0/7" in shown[0]
+    assert shown[-1].startswith("training: 100%|") and "7/7" in shown[-1]
+    assert "loss=1.500" in shown[-1]
+    assert all("\r" not in s and "\n" not in s for s in shown)

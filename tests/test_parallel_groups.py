@@ -23,33 +23,36 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(page))
 """
 
-# The suite run in two workers: each of its tests only logs where it ran; the assertions
-# are test_a_group_runs_in_one_worker's, over that log.
+# The suite run in two workers: each of its tests checks that a worker runs it and logs
+# which one; the assertions about the groups are test_a_group_runs_in_one_worker's, over
+# that log.
 TESTS = """
 import json, os, pytest
 
-def _log(tmp_path_factory, group, i):
+def _log(group, i):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    assert worker.startswith("gw"), f"not run by a pytest-xdist worker: {worker!r}"
     with open(os.environ["RAN_LOG"], "a") as f:
-        f.write(json.dumps([group, i, os.environ["PYTEST_XDIST_WORKER"]]) + "\\n")
+        f.write(json.dumps([group, i, worker]) + "\\n")
 """
 
 MARKED = TESTS + """
 pytestmark = pytest.mark.xdist_group("lab")
 
 @pytest.mark.parametrize("i", range(6))
-def test_marked(tmp_path_factory, i):
-    _log(tmp_path_factory, "lab", i)
+def test_marked(i):
+    _log("lab", i)
 """
 
 BY_PAGE = TESTS + """
 @pytest.mark.parametrize("i", range(3))
 @pytest.mark.parametrize("page", ["a", "b", "c"])
-def test_by_page(tmp_path_factory, page, i):
-    _log(tmp_path_factory, page, i)
+def test_by_page(page, i):
+    _log(page, i)
 
 @pytest.mark.parametrize("i", range(6))
-def test_free(tmp_path_factory, i):
-    _log(tmp_path_factory, "free", i)
+def test_free(i):
+    _log("free", i)
 """
 
 
@@ -64,6 +67,7 @@ def test_a_group_runs_in_one_worker(tmp_path):
         capture_output=True, text=True, cwd=tmp_path, env={"RAN_LOG": str(log),
                                                            "PATH": "/usr/bin:/bin"})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "21 passed" in result.stdout, result.stdout[-3000:]
     workers = defaultdict(set)
     for line in log.read_text().splitlines():
         group, _, worker = json.loads(line)

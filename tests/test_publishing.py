@@ -197,9 +197,7 @@ def test_make_lab_installs_only_what_running_the_chapters_needs(tmp_path):
 def test_the_readers_pins_are_the_books_pins():
     """binder/requirements.txt (Binder, make lab) pins each package as requirements.txt does,
     so a reader runs the versions the book is built and tested with."""
-    def pins(path: Path) -> dict[str, str]:
-        return dict(re.findall(r"^([A-Za-z][\w.-]*)==(\S+)", path.read_text(), flags=re.M))
-
+    pins = load_script("reader_env").pinned_versions
     reader, book = pins(ROOT / "binder" / "requirements.txt"), pins(ROOT / "requirements.txt")
     assert {"jupyterlab", "jupyterlab-myst", "ipykernel", "numpy", "matplotlib"} <= set(reader)
     differ = {name: (v, book.get(name)) for name, v in reader.items() if book.get(name) != v}

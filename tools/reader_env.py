@@ -12,6 +12,7 @@ tests run, and passes it on as ``READER_ENV``; alone, the tests make their own).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,12 @@ def kernel_env(workers: int) -> dict[str, str]:
         for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env.setdefault(name, threads)
     return env
+
+
+def pinned_versions(path: Path) -> dict[str, str]:
+    """``name -> version`` of every ``name==version`` line of a requirements file."""
+    return dict(re.findall(r"^([A-Za-z][\w.-]*)==(\S+)", Path(path).read_text(encoding="utf-8"),
+                           flags=re.M))
 
 
 def tracked_files(root: Path = ROOT) -> list[str]:

@@ -47,8 +47,7 @@ pytestmark = pytest.mark.xdist_group("colab")
 
 
 def pinned(names: tuple[str, ...]) -> list[str]:
-    pins = dict(re.findall(r"^([A-Za-z][\w.-]*)==(\S+)", (ROOT / "requirements.txt").read_text(),
-                           flags=re.M))
+    pins = reader_env.pinned_versions(ROOT / "requirements.txt")
     return [f"{name}=={pins[name]}" for name in names]
 
 
