@@ -116,7 +116,8 @@ def test_every_equation_is_typeset(visit):
             """async () => {
                  document.querySelector('span.math, div.math').scrollIntoView();
                  await new Promise(r => requestAnimationFrame(() => setTimeout(r, 300)));
-                 await document.fonts.ready;
+                 await Promise.race([document.fonts.ready,
+                                     new Promise(r => setTimeout(r, 10000))]);
                  return [...document.fonts].filter(f => f.family.startsWith('MJXTEX')
                                                        && f.status === 'loaded').length; }""")
         assert loaded, f"{visit.name}: no MathJax font loaded"
@@ -141,11 +142,13 @@ def test_no_error_output(visit):
 def _load_every_image(page) -> None:
     """Figures below the first load lazily, as the reader scrolls: load them all now."""
     page.evaluate(
-        """() => Promise.all([...document.images].map(img => {
+        """() => Promise.race([
+             Promise.all([...document.images].map(img => {
                img.loading = 'eager';
                return img.complete ? null : new Promise(done => {
                    img.addEventListener('load', done); img.addEventListener('error', done); });
-           }))""")
+             })),
+             new Promise(r => setTimeout(r, 20000))])""")
 
 
 def test_every_image_has_alt_text_and_loads(visit):
@@ -346,9 +349,13 @@ def _checked_whole(context, base_url: str, name: str) -> PageVisit:
 
 
 # Every finite animation and CSS transition of the page has ended.
-SETTLED = """() => Promise.all(document.getAnimations()
-    .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
-    .map(a => a.finished.catch(() => null)))"""
+# A wait in the page never outlasts a few seconds: an animation that cannot run (a page the
+# browser does not draw) would otherwise hold the test, as a promise has no timeout of its own.
+SETTLED = """() => Promise.race([
+    Promise.all(document.getAnimations()
+      .filter(a => a.effect && a.effect.getComputedTiming().endTime !== Infinity)
+      .map(a => a.finished.catch(() => null))),
+    new Promise(r => setTimeout(r, 5000))])"""
 
 
 def _fitted(visit, open_dropdowns: bool = True) -> None:
