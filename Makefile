@@ -119,7 +119,7 @@ SHARED_BLAS = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$(BLAS_SHARE)} \
 	OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$(BLAS_SHARE)} MKL_NUM_THREADS=$${MKL_NUM_THREADS:-$(BLAS_SHARE)}
 
 unit: $(STAMP) $(NODE_STAMP)
-	$(SHARED_BLAS) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
+	$(SHARED_BLAS) $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5 --timeout=600
 
 # The build's run of each chapter (_build/jupyter_execute) compared with the outputs stored
 # in chapters/ under nbval's strict rules, and with the plain copies in colab/ (their
@@ -134,8 +134,10 @@ notebooks: $(STAMP)
 	    --dist loadfile chapters colab --durations=10
 
 # Each page's tests (desktop and phone) stay in one worker (tests/website/conftest.py).
+# A page's test takes seconds: one that takes five minutes is stuck, and fails.
 site-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup --timeout=300 \
+	    --durations=10
 
 # A fresh environment from binder/requirements.txt (tools/reader_env.py, in
 # _build/reader-env; `make test` makes it while the other stages run) runs every chapter
