@@ -6,6 +6,8 @@
 - ``fallbacks``: the static pictures of the explorers (``projection_scale_grid``,
   ``saturation_grid``);
 - ``diagrams``: one query's path, the split into heads, one step with the KV cache;
+- ``maps``: the whole model (a GPT), one block pre-norm or post-norm, an
+  encoder-decoder;
 - ``tiles``: the tiles of a causal online softmax.
 
 Every drawing function takes an optional ``ax`` (or makes its own figure) and returns
@@ -17,15 +19,16 @@ from __future__ import annotations
 
 # Each module's public names (its __all__), so that `al.plotting.X` and
 # `from attention_lib.plotting import X` keep working wherever X lives.
-from . import diagrams, fallbacks, matrices, shapes, style, tiles
+from . import diagrams, fallbacks, maps, matrices, shapes, style, tiles
 from .diagrams import *  # noqa: F403
 from .fallbacks import *  # noqa: F403
+from .maps import *  # noqa: F403
 from .matrices import *  # noqa: F403
 from .shapes import *  # noqa: F403
 from .style import *  # noqa: F403
 from .tiles import *  # noqa: F403
 
 __all__ = sorted(
-    name for module in (style, matrices, shapes, fallbacks, diagrams, tiles)
+    name for module in (style, matrices, shapes, fallbacks, diagrams, maps, tiles)
     for name in module.__all__
 )

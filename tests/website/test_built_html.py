@@ -245,3 +245,21 @@ def test_the_site_carries_the_library_wheel(html_root):
                    "attention_lib/controls/assets/model.js"):
         assert wanted in names and (root / wanted).exists(), wanted
     assert not [n for n in names if "__pycache__" in n or n.startswith("tests/")]
+
+
+def test_the_landing_page_maps_the_whole_model_with_a_link_per_part(html_root):
+    """The map of the whole model (the model-map directive): drawn inline, titled in words,
+    each of its parts linked to a chapter page that exists."""
+    from attention_lib.plotting import MODEL_MAP_PARTS, model_map_text
+
+    html = page(html_root, "intro")
+    maps = re.findall(r'<svg class="model-map".*?</svg>', html, flags=re.S)
+    assert len(maps) == 1, f"{len(maps)} maps on the landing page"
+    svg = maps[0]
+    title = re.search(r'<title id="model-map-title">(.*?)</title>', svg)
+    assert title and title.group(1) == model_map_text()
+    hrefs = re.findall(r'<a xlink:href="([^"]+)"', svg)
+    # Each part is a box with a label and a shape (three links), the addition a circle.
+    assert len(set(hrefs)) >= 6 and len(hrefs) >= 3 * (len(MODEL_MAP_PARTS) - 1)
+    for url in set(hrefs):
+        assert url.startswith("chapters/") and (html_root / url).is_file(), url
