@@ -24,7 +24,7 @@ __all__ = ["coreference_explorer"]
 #: What the page says (``{name}`` slots), in the words the ValueError uses too.
 MESSAGES = {
     "train": "a training sentence",
-    "test": "a held-out sentence: the model never saw these two nouns together",
+    "test": "a held-out sentence: the model never saw these two nouns in these roles",
     "none": "not in the corpus: the model never saw a sentence of this kind",
     "same": "pick two different nouns, so that “it” has two to choose from",
     "right": "the model is right",

@@ -16,11 +16,12 @@ animal or person that is hard to catch (*fast*, *quick*, *far*, *clever*, *big*,
 adjective alone and has the other referent.
 
 The held-out sentences are those of held-out **noun pairs**: about a quarter of the
-(first noun, second noun) pairs of each frame, drawn once from a fixed seed, never occur
-together in a training sentence, with any verb or adjective (every noun and every
-adjective still occurs in training, in other pairs). The pair (*animal*, *street*) is
-held out, so the tutorial's two sentences, with *tired* and with *wide*, are test
-sentences.
+ordered (first noun, second noun) pairs of each frame, drawn once from a fixed seed. No
+training sentence has a held-out pair in these roles, with any verb or adjective (every
+noun and every adjective still occurs in training, in other pairs). In the chasing frame
+the two nouns of a held-out pair may occur in training the other way round. The pair
+(*animal*, *street*) is held out, so the tutorial's two sentences, with *tired* and with
+*wide*, are test sentences.
 
 The model (:func:`train_coreference_model`) is a two-layer encoder, the book's transformer
 with ``causal=False`` (:mod:`attention_lib.model`): no causal mask, so "it" sees "tired".
