@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -225,8 +226,18 @@ def report(times: list[tuple[str, float, str, str, int]], started: float) -> int
     return 0
 
 
+class Terminated(Exception):
+    """The run was told to stop (SIGTERM: a CI job's time is up)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 def main() -> int:
     started = time.perf_counter()
+    # Stopped from outside, the run still prints the time of every stage so far.
+    signal.signal(signal.SIGTERM, _terminate)
     env = dict(os.environ, **_prepare_counting())
     for key in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
         env.pop(key, None)
@@ -245,15 +256,28 @@ def main() -> int:
                     break
             stage_env = dict(env, BOOK_TEST_STAGE=name, READER_ENV=str(READER_ENV),
                              NOTEBOOK_SECONDS_JSON=str(RUN_DIR / f"seconds-{name}.json"))
-            print(f"\n================ make test: {name} ({target}) ================",
-                  flush=True)
+            # The time so far in the heading: a log cut short still says where it went.
+            so_far = ", ".join(f"{t[0]} {t[1]:.0f} s" for t in times)
+            print(f"\n================ make test: {name} ({target}), "
+                  f"{time.perf_counter() - started:.0f} s in"
+                  f"{' (' + so_far + ')' if so_far else ''} ================", flush=True)
             load_start = _load()
             start = time.perf_counter()
-            code = _make(target, stage_env)
+            try:
+                code = _make(target, stage_env)
+            except Terminated:
+                times.append((name, time.perf_counter() - start, load_start, _load(), 143))
+                print(f"\nmake test was stopped during the {name} stage", flush=True)
+                code = 143
+                break
             times.append((name, time.perf_counter() - start, load_start, _load(), code))
             if code:
                 break
+    except Terminated:
+        print("\nmake test was stopped", flush=True)
+        code = 143
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         reader_env.stop()
     times.insert(0, ("reader-env (beside)", reader_env.seconds or 0.0, reader_env.load_start,
                      reader_env.load_end, reader_env.process.returncode or 0))
