@@ -321,7 +321,8 @@ def _subset_icon_fonts(css: str, static: Path) -> str:
 PURGE_SCRIPT = HERE / "purge_css.js"
 # Selectors kept whole: Bootstrap's scripts build these names at run time (a tooltip's
 # "bs-tooltip-auto", a dropdown's data-bs-popper), where no page or script spells them out.
-KEEP_SELECTORS = ("bs-", "popper", "tooltip", "show", "collaps", "fade", "dropdown", "modal")
+KEEP_SELECTORS = ("bs-", "popper", "tooltip", "show", "collaps", "fade", "dropdown", "modal",
+                  "cheat-sheet")  # the cheat sheet's print rules (:has, which PurgeCSS drops)
 
 
 def _purge_css(app, css: str, pages: list[str]) -> str:

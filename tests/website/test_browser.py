@@ -499,3 +499,20 @@ def test_no_serious_accessibility_violation(visit, browser, base_url):
     v.page.close()
     assert not serious, f"{visit.name} (light, checked whole): {serious}"
     assert not dark, f"{visit.name} (dark, checked whole): {dark}"
+
+
+def test_the_cheat_sheet_prints_on_two_pages(browser, base_url):
+    """Printed from the browser, on A4 and on Letter: two pages, the site's navigation left
+    out, every formula typeset."""
+    v = PageVisit(browser, f"{base_url}/cheatsheet.html")
+    for paper in ("A4", "Letter"):
+        pdf = v.page.pdf(format=paper)
+        pages = len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+        assert 1 <= pages <= 2, f"the cheat sheet prints on {pages} {paper} pages"
+    v.page.emulate_media(media="print")
+    hidden = v.page.evaluate("""() => ['.bd-sidebar-primary', '.bd-header', '#jb-print-docs-body']
+        .filter(s => document.querySelector(s)
+                     && document.querySelector(s).checkVisibility())""")
+    assert not hidden, f"printed with the page: {hidden}"
+    assert v.page.locator("#cheat-sheet > h1").is_visible()
+    v.page.close()

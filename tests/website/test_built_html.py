@@ -263,3 +263,34 @@ def test_the_landing_page_maps_the_whole_model_with_a_link_per_part(html_root):
     assert len(set(hrefs)) >= 6 and len(hrefs) >= 3 * (len(MODEL_MAP_PARTS) - 1)
     for url in set(hrefs):
         assert url.startswith("chapters/") and (html_root / url).is_file(), url
+
+
+def _assistive_mml(fragment: str) -> str:
+    """The MathML that MathJax wrote beside a typeset formula (what a screen reader reads)."""
+    match = re.search(r"<mjx-assistive-mml[^>]*>(.*?)</mjx-assistive-mml>", fragment, re.S)
+    assert match, fragment[:200]
+    return match.group(1)
+
+
+def test_the_cheat_sheets_formulas_are_the_chapters(html_root):
+    """Each formula of the cheat sheet is the equation it links to, as typeset in its chapter
+    (or on the notation page), and the sheet has every part it promises."""
+    html = page(html_root, "cheatsheet")
+    blocks = re.findall(r'<div class="equation-from docutils container">(.*?)</p>\s*</div>',
+                        html, flags=re.S)
+    assert len(blocks) >= 18, len(blocks)
+    linked = set()
+    for block in blocks:
+        href = re.search(r'<a class="reference internal" href="([^"#]+)#(equation-[\w-]+)"',
+                         block)
+        assert href, block[:200]
+        target = (html_root / href.group(1)).read_text()
+        original = re.search(rf'<div class="math[^"]*" id="{href.group(2)}">(.*?)</div>',
+                             target, flags=re.S)
+        assert original, f"{href.group(1)} has no {href.group(2)}"
+        assert _assistive_mml(block) == _assistive_mml(original.group(1)), href.groups()
+        linked.add(href.group(2))
+    for label in ("attention", "causal-mask", "multihead", "block-pre-post", "block-count",
+                  "kv-bytes", "layer-flops", "online-max", "online-sum", "online-acc",
+                  "gpt-forward", "softmax-jacobian"):
+        assert f"equation-eq-{label}" in linked, label
