@@ -469,3 +469,56 @@ def test_machine_names_follow_assignments():
     code = ("line = al.benchmark_machine(bench)\nmachine_txt = line\nother_txt = 'x'\n"
             "cpu_txt = al.benchmark_machine()")
     assert _machine_names(code) == {"line", "machine_txt", "cpu_txt"}
+
+
+READING = load_script("reading_time")
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_chapter_opens_with_its_reading_time_and_what_it_needs(path: Path):
+    """The opening line states the reading time tools/reading_time.py computes (main text at
+    200 words a minute, half a minute per shown code cell, rounded up to 5 minutes) and says
+    what the chapter needs."""
+    nb = json.loads(path.read_text())
+    opening = "".join(nb["cells"][0]["source"]).split("\n\n")[1]
+    assert opening.startswith("*Reading time: about "), f"{path.name}: {opening[:60]!r}"
+    assert "You need" in opening, f"{path.name} does not say what it needs: {opening!r}"
+    assert READING.stated_minutes(nb) == READING.reading_minutes(nb), (
+        f"{path.name} states {READING.stated_minutes(nb)} minutes, its text takes "
+        f"{READING.reading_minutes(nb)}: python tools/reading_time.py --write")
+
+
+def test_reading_time_counts_the_main_text_only():
+    """Dropdowns and solutions are left out, a formula is one word, a link its text."""
+    cells = [{"cell_type": "markdown", "source": [
+        "# Title\n\nOne two [three](x.ipynb) $a^2 + b^2$.\n\n",
+        ":::{admonition} Going deeper: aside\n:class: dropdown tip\nfour five six\n:::\n\n",
+        ":::{admonition} Shown\n:class: tip\nseven\n:::\n\n",
+        "```{exercise}\n:label: ex\neight\n```\n\n```{solution-start} ex\n:class: dropdown\n```\n",
+        "hidden words here\n"]},
+        {"cell_type": "code", "metadata": {}, "source": ["answer = 1\n"]},
+        {"cell_type": "markdown", "source": ["more hidden\n```{solution-end}\n```\nnine ten\n"]},
+        {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": ["plot()\n"]},
+        {"cell_type": "code", "metadata": {}, "source": ["shown = 2\n"]}]
+    nb = {"cells": cells}
+    assert READING.main_text(nb).split() == ["#", "Title", "One", "two", "[three](x.ipynb)",
+                                             "$a^2", "+", "b^2$.", "seven", "eight", "nine",
+                                             "ten"]
+    assert READING.count_words(READING.main_text(nb)) == 9  # the formula is one word
+    assert READING.shown_code_cells(nb) == 1  # the solution's and the hidden cell are not
+    assert READING.reading_minutes(nb) == 5
+
+
+def test_the_landing_page_names_a_fast_track_and_the_full_path():
+    """The fast track takes at most 3 hours; both totals are the chapters' stated times."""
+    intro = (ROOT / "intro.md").read_text()
+    minutes = {p.name[:2]: READING.stated_minutes(json.loads(p.read_text()))
+               for p in chapter_notebooks()}
+    fast = re.search(r"\*\*The fast track, about (\d+) minutes:\*\*(.*?)\n- ", intro, re.S)
+    full = re.search(r"\*\*The full path, about (\d+) minutes:\*\* all (\d+) chapters", intro)
+    assert fast and full
+    chapters = re.findall(r"\]\(chapters/(\d\d)_", fast.group(2))
+    assert len(chapters) >= 5
+    assert int(fast.group(1)) == sum(minutes[c] for c in chapters) <= 180
+    assert int(full.group(1)) == sum(minutes.values())
+    assert int(full.group(2)) == len(minutes)
