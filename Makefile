@@ -134,9 +134,10 @@ notebooks: $(STAMP)
 	    --dist loadfile chapters colab --durations=10
 
 # Each page's tests (desktop and phone) stay in one worker (tests/website/conftest.py).
-# A page's test takes seconds: one that takes five minutes is stuck, and fails.
+# A page's test takes seconds (the API page's whole-page accessibility check, the longest,
+# about a minute on 2 cores): one that takes 15 minutes is stuck, and fails.
 site-tests: $(STAMP)
-	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup --timeout=300 \
+	$(BIN)/python -m pytest tests/website -n $(TEST_WORKERS) --dist loadgroup --timeout=900 \
 	    --durations=10
 
 # A fresh environment from binder/requirements.txt (tools/reader_env.py, in

@@ -294,3 +294,16 @@ def test_the_cheat_sheets_formulas_are_the_chapters(html_root):
                   "kv-bytes", "layer-flops", "online-max", "online-sum", "online-acc",
                   "gpt-forward", "softmax-jacobian"):
         assert f"equation-eq-{label}" in linked, label
+
+
+def test_the_glossary_defines_its_terms_in_order(html_root):
+    """At least 60 terms, each an anchor other pages can link to, in alphabetical order, each
+    with a link to the chapter (or the notation page) where it is built."""
+    html = page(html_root, "glossary")
+    entries = re.findall(r'<dt id="(term-[^"]+)">(.*?)</dt>\s*<dd>(.*?)</dd>', html, re.S)
+    assert len(entries) >= 60, len(entries)
+    terms = [re.sub(r"<[^>]+>", "", re.sub(r'<a class="headerlink".*?</a>', "", term)).strip()
+             for _, term, _ in entries]
+    assert terms == sorted(terms, key=str.lower), "the glossary is not in alphabetical order"
+    for _, term, definition in entries:
+        assert re.search(r'href="(chapters/\d\d_\w+|notation)\.html', definition), term
