@@ -22,9 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def expected_flags(cells: list[dict]) -> list[dict[str, bool]]:
-    """For each cell, the ``metadata.jupyter`` flags it should carry (empty: none)."""
-    flags: list[dict[str, bool]] = []
+def in_solutions(cells: list[dict]) -> list[bool]:
+    """For each cell, whether it lies between a ``{solution-start}`` cell and its
+    ``{solution-end}`` cell (a worked solution the website hides behind a click)."""
+    inside: list[bool] = []
     in_solution = False
     for cell in cells:
         text = "".join(cell["source"])
@@ -33,6 +34,15 @@ def expected_flags(cells: list[dict]) -> list[dict[str, bool]]:
                 in_solution = True
             elif "{solution-end}" in text:
                 in_solution = False
+        inside.append(in_solution)
+    return inside
+
+
+def expected_flags(cells: list[dict]) -> list[dict[str, bool]]:
+    """For each cell, the ``metadata.jupyter`` flags it should carry (empty: none)."""
+    flags: list[dict[str, bool]] = []
+    for cell, in_solution in zip(cells, in_solutions(cells), strict=True):
+        if cell["cell_type"] == "markdown":
             flags.append({})
             continue
         tags = set(cell.get("metadata", {}).get("tags", []))

@@ -14,6 +14,7 @@ says what this module computes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -76,22 +77,23 @@ def main_text(notebook: dict) -> str:
     return "\n".join(_main_lines(notebook["cells"]))
 
 
+def _lab_visibility():
+    spec = importlib.util.spec_from_file_location(
+        "lab_visibility", Path(__file__).with_name("lab_visibility.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def shown_code_cells(notebook: dict) -> int:
+    """Code cells the page shows open: not hidden by a tag, not in a worked solution."""
     hidden = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
-    count = 0
-    in_solution = False
-    for cell in notebook["cells"]:
-        source = "".join(cell["source"])
-        if cell["cell_type"] == "markdown":
-            if "{solution-start}" in source:
-                in_solution = True
-            if "{solution-end}" in source:
-                in_solution = False
-            continue
-        tags = set(cell.get("metadata", {}).get("tags", []))
-        if source.strip() and not tags & hidden and not in_solution:
-            count += 1
-    return count
+    cells = notebook["cells"]
+    return sum(1 for cell, in_solution in zip(cells, _lab_visibility().in_solutions(cells),
+                                              strict=True)
+               if cell["cell_type"] == "code" and "".join(cell["source"]).strip()
+               and not set(cell.get("metadata", {}).get("tags", [])) & hidden
+               and not in_solution)
 
 
 def reading_minutes(notebook: dict) -> int:
