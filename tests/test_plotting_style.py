@@ -49,12 +49,17 @@ def _book_figures():
         "head_split_flow": lambda: plotting.head_split_flow(4, 8, 2),
         "kv_cache_step": lambda: plotting.kv_cache_step(5, 4, 3),
         "causal_tiles": lambda: plotting.causal_tiles(np.zeros((11, 11)), 4),
+        "model_map": lambda: plotting.model_map(),
+        "block_map": lambda: plotting.block_map("post", cross_attention=True),
+        "block_maps": lambda: plotting.block_maps({"norm_position": "pre"},
+                                                  {"norm_position": "post"}),
+        "encoder_decoder_map": lambda: plotting.encoder_decoder_map(),
     }
 
 
 def test_every_public_drawing_function_is_checked_for_font_sizes():
     public = {name for name in plotting.__all__ if callable(getattr(plotting, name))}
-    assert public - {"use_book_style"} == set(_book_figures())
+    assert public - {"use_book_style", "model_map_text"} == set(_book_figures())
 
 
 @pytest.mark.parametrize("name", sorted(_book_figures()))
