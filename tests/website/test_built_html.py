@@ -307,3 +307,15 @@ def test_the_glossary_defines_its_terms_in_order(html_root):
     assert terms == sorted(terms, key=str.lower), "the glossary is not in alphabetical order"
     for _, term, definition in entries:
         assert re.search(r'href="(chapters/\d\d_\w+|notation)\.html', definition), term
+
+
+@pytest.mark.parametrize("name", [p for p in PAGES if p.startswith("chapters/")])
+def test_a_chapter_links_glossary_terms_where_it_first_uses_them(html_root, name):
+    """Terms of the glossary are linked to their entries in every chapter, each once."""
+    html = page(html_root, name)
+    links = re.findall(r'<a class="glossary-link reference internal" href="[./]*glossary\.html'
+                       r'#(term-[^"]+)"', html)
+    assert len(links) >= 5, f"{name}: {len(links)} glossary links"
+    assert len(links) == len(set(links)), f"{name} links a term twice"
+    anchors = set(re.findall(r'<dt id="(term-[^"]+)"', page(html_root, "glossary")))
+    assert set(links) <= anchors
