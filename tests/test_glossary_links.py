@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 from docutils import nodes
 from docutils.core import publish_doctree
-
-ROOT = Path(__file__).resolve().parents[1]
+from repo_scripts import load_script
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("glossary_links",
-                                                  ROOT / "_ext" / "glossary_links.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("glossary_links", "_ext")
 
 
 TERMS = {"attention": "g.html#term-attention", "attention weight": "g.html#term-aw",

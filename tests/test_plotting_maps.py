@@ -9,17 +9,16 @@ of the map keeps. The landing page's SVG (``_ext/model_map.py``) is checked here
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.colors import to_hex
+from repo_scripts import load_script
 
 import attention_lib as al
 from attention_lib import GPTConfig
@@ -31,8 +30,6 @@ from attention_lib.plotting import (
     model_map,
     model_map_text,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -234,10 +231,7 @@ def test_links_survive_in_an_svg_and_bad_links_are_refused():
 
 
 def _extension():
-    spec = importlib.util.spec_from_file_location("model_map_ext", ROOT / "_ext" / "model_map.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("model_map", "_ext")
 
 
 def test_the_landing_pages_svg_is_sized_by_the_page_and_titled_in_words():
