@@ -263,7 +263,7 @@ def model_map(config: GPTConfig | None = None, *, links: Mapping[str, str] | Non
     cfg = config if config is not None else GPTConfig(2, 2, 2, 1, 1)
     learned = cfg.positions == "learned"
     n_sub = 1 + (not cfg.attention_only)
-    boxes = 6 + n_sub * 2 + (0 if learned else 0)
+    boxes = 6 + n_sub * 2
     head = 0.55 if title != "" else 0.15
     height = head + _height_of(boxes, n_sub + learned, n_sub, 0.75)
     ax = _canvas(ax, _WIDTH, height)
