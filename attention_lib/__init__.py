@@ -30,6 +30,7 @@ from . import (
     model,
     multihead,
     positions,
+    pytorch_bridge,
     recurrence,
     saturation,
     softmax,
@@ -61,6 +62,7 @@ _MODULES = (
     model,  # the one transformer every model is a configuration of, and its hooks
     corpus,  # Part V: the text a whole GPT learns from
     gpt,  # Part V: a whole GPT, its gradients, generation
+    pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
 
 # Namespaces: imported here, or on first use (matplotlib; the controls).
