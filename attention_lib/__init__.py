@@ -45,23 +45,23 @@ _MODULES = (
     softmax,  # chapter 1: softmax turns scores into weights
     attention,  # chapters 2-3: queries, keys, values and the formula
     saturation,  # chapter 4: scaling by sqrt(d_k) and softmax saturation
-    masks,  # chapter 5: masks (and chapter 10's tile kinds)
+    masks,  # chapter 5: masks (and chapter 16's tile kinds)
     multihead,  # chapter 6: heads
     recurrence,  # chapter 7: attention against recurrence ...
-    costs,  # ... what each costs (and chapter 9's decoding costs)
-    measure,  # ... timers and fits (and chapter 10's stored benchmark)
-    gradients,  # chapter 8: gradients through softmax and attention
-    kv_cache,  # chapter 9: the KV cache
-    tiled,  # chapter 10: exact attention by tiles
-    tiled_backward,  # ... and their backward pass (Part VI)
-    linear_attention,  # Part VI: attention in time linear in n
-    latent_attention,  # Part VI: keys and values through a small latent
-    positions,  # chapter 11: word order
-    training,  # chapter 12: training attention
-    block,  # chapter 13: the Transformer block
+    costs,  # ... what each costs (and chapter 15's decoding costs)
+    measure,  # ... timers and fits (and chapter 16's stored benchmark)
+    gradients,  # chapter 9: gradients through softmax and attention
+    kv_cache,  # chapter 15: the KV cache
+    tiled,  # chapter 16: exact attention by tiles
+    tiled_backward,  # ... and their backward pass (chapter 16)
+    linear_attention,  # Part V: attention in time linear in n
+    latent_attention,  # Part V: keys and values through a small latent
+    positions,  # chapter 8: word order
+    training,  # chapter 10: training attention
+    block,  # chapter 11: the Transformer block
     model,  # the one transformer every model is a configuration of, and its hooks
-    corpus,  # Part V: the text a whole GPT learns from
-    gpt,  # Part V: a whole GPT, its gradients, generation
+    corpus,  # Part IV: the text a whole GPT learns from
+    gpt,  # Part IV: a whole GPT, its gradients, generation
     pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
 

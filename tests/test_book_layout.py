@@ -522,3 +522,33 @@ def test_the_landing_page_names_a_fast_track_and_the_full_path():
     assert int(fast.group(1)) == sum(minutes[c] for c in chapters) <= 180
     assert int(full.group(1)) == sum(minutes.values())
     assert int(full.group(2)) == len(minutes)
+
+
+MAIN_WORDS_LIMIT = 2500
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_a_chapters_main_text_stays_under_the_limit(path: Path):
+    """What a reader reads straight through, Markdown outside dropdowns and solutions, stays
+    under 2,500 words; side trips go into "Going deeper" dropdowns."""
+    words = READING.count_words(READING.main_text(json.loads(path.read_text())))
+    assert words <= MAIN_WORDS_LIMIT, (
+        f"{path.name}: {words} words of main text (limit {MAIN_WORDS_LIMIT})")
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_a_chapter_needs_only_earlier_chapters(path: Path):
+    """The chapters its opening line names come before it in the book."""
+    nb = json.loads(path.read_text())
+    opening = "".join(nb["cells"][0]["source"]).split("\n\n")[1]
+    needed = [int(n) for n in re.findall(r"\]\((\d\d)_[a-z_]+\.ipynb\)", opening)]
+    assert all(n < int(path.name[:2]) for n in needed), f"{path.name} needs {needed}"
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_no_chapter_audits_the_source_texts_in_a_box(path: Path):
+    """The source texts' claims are audited on one appendix page; a chapter links there."""
+    text = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
+                     if c["cell_type"] == "markdown")
+    assert not re.search(r"\{admonition\}\s*Source check", text), (
+        f"{path.name} has a source-check box; the claim belongs in source_audit.md")

@@ -275,7 +275,7 @@ def test_query_picker_by_keyboard(chromium):
     c.close()
 
 
-# --- 3. the trained model of chapter 12 -------------------------------------------------------
+# --- 3. the trained model of chapter 10 -------------------------------------------------------
 
 SEQUENCES = [
     "c3 a7 f1 b1 h6 d0 ? f",      # six pairs, as in training

@@ -1,4 +1,4 @@
-"""``attention_lib.controls.retrieval``: the retrieval playground of chapter 12 and its parser."""
+"""``attention_lib.controls.retrieval``: the retrieval playground of chapter 10 and its parser."""
 
 from __future__ import annotations
 

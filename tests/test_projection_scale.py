@@ -1,4 +1,4 @@
-"""The numbers and the figure of chapter 03's projection scale.
+"""The numbers and the figure of chapter 3's projection scale.
 
 The numbers (``projection_scale_weights``) are checked against a pure-Python
 reference that multiplies W_Q and W_K by c *before* projecting, so the

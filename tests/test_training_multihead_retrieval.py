@@ -1,6 +1,6 @@
 """The multi-head soft dictionary (query heads sharing key/value heads, linear attention, a
 window, values of several symbols): gradients against central differences, the forward pass
-against a loop over heads written out here, the one-head case against chapter 12's model,
+against a loop over heads written out here, the one-head case against chapter 10's model,
 training results, and the inputs it refuses."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ The website reads the cell tags (``remove-input``, ``hide-input``, ``hide-cell``
 sphinx-exercise's gated solutions; JupyterLab reads neither, but it collapses a cell's
 code or output when ``metadata.jupyter.source_hidden`` / ``outputs_hidden`` is set. This
 writes those two flags so that a reader in JupyterLab, on Binder or after a download meets
-the same page: bookkeeping and plotting code collapsed, "going deeper" and "source check"
+the same page: bookkeeping and plotting code collapsed, "going deeper"
 code collapsed with its output, and an exercise's worked solution (code and output)
 collapsed until the reader clicks it open. ``tests/test_book_layout.py`` checks that every
 chapter is up to date.

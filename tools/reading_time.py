@@ -4,7 +4,7 @@
     python tools/reading_time.py --write    # also sets each chapter's "Reading time" line
 
 The **main text** is the chapter's Markdown outside the folds a reader may skip: dropdown
-admonitions ("Going deeper", source checks) and exercise solutions. Maths counts as one
+admonitions ("Going deeper") and exercise solutions. Maths counts as one
 word a formula, a link as its text. The **reading time** is the main text at 200 words a
 minute plus half a minute for each code cell the page shows (its code is part of the
 lesson), rounded up to 5 minutes. Every chapter states it in its opening line,

@@ -20,14 +20,14 @@ One module per control, its script beside it in ``assets/``:
   and ``W_K`` are multiplied by a factor (chapter 3);
 - :func:`causal_stepper` (``causal``): causal generation step by step, the new query, the
   keys it may use and the key-value cache (chapter 5);
-- :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 12 on
+- :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 10 on
   a sequence the reader types (:func:`parse_retrieval_sequence` reads it);
 - :func:`induction_playground` (``induction``): the attention-only GPT that formed an induction
   head (chapter 19) on tokens the reader types, each head's weights from a chosen position,
   with heads removable (:func:`parse_induction_sequence` reads the tokens, one character of
   :data:`INDUCTION_ALPHABET` each; :func:`copy_targets` says where copying points);
 - :func:`text_generator` (``generator``): the book's trained GPT continuing a prompt in the
-  page, and where each head looked (chapters 15 and 16); it samples with
+  page, and where each head looked (chapters 13 and 14); it samples with
   :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does;
 - :func:`coreference_explorer` (``coreference``): the trained encoder of chapter 20 names
   what "it" refers to in a sentence the reader builds from lists, and shows the weights

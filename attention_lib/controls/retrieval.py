@@ -1,4 +1,4 @@
-r"""The retrieval playground (chapter 12): the trained soft dictionary on a typed sequence."""
+r"""The retrieval playground (chapter 10): the trained soft dictionary on a typed sequence."""
 
 from __future__ import annotations
 

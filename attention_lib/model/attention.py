@@ -16,7 +16,7 @@ linear (kernelised) attention:
 with :math:`C = X` for self-attention. Head ``i`` owns columns ``i*e:(i+1)*e`` of
 ``W_Q`` (and of ``W_K``, ``W_V`` for key/value head ``i``) and rows ``i*e:(i+1)*e`` of
 ``W_O``. Biases are optional (absent names are no bias). ``W_O`` may map to any width:
-a model whose attention output is its read-out (the soft dictionary of chapter 12) uses
+a model whose attention output is its read-out (the soft dictionary of chapter 10) uses
 the layer so.
 
 The backward pass applies the formulas of :func:`~attention_lib.attention_backward` to the

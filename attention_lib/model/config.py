@@ -2,7 +2,7 @@
 
 Every model of the book is a :class:`GPTConfig`: the Shakespeare GPT, the attention-only
 induction model, the coreference encoder (``causal=False``), the translator's encoder and
-decoder (``cross_attention=True``), and the front doors of chapters 6 and 13.
+decoder (``cross_attention=True``), and the front doors of chapters 6 and 11.
 
 Dimension letters used in the shape comments of the package:
 
@@ -69,7 +69,7 @@ class GPTConfig:
         residual stream only, as in interpretability studies).
     positions : {"learned", "rope", "none"}, default "learned"
         A learned position embedding added to the tokens (GPT-2), rotary positions
-        applied to queries and keys in every layer (chapter 11), or none (only the
+        applied to queries and keys in every layer (chapter 8), or none (only the
         causal mask then tells positions apart).
     tie_embeddings : bool, default True
         The output layer is the transposed token embedding (no parameters of its own).

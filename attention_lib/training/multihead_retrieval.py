@@ -389,7 +389,7 @@ def train_multihead_retrieval(
     -----
     This is :func:`~attention_lib.training.train` on
     :func:`~attention_lib.training.multihead_retrieval_task`. With ``n_heads=1``,
-    ``d_head=d_model``, one symbol and softmax attention the model is chapter 12's
+    ``d_head=d_model``, one symbol and softmax attention the model is chapter 10's
     :func:`~attention_lib.train_retrieval` (with its own initial weights). A decoder
     would cache ``2 n_kv_heads d_head`` numbers per token: all the model keeps of a
     stored pair is its key and value there.

@@ -13,7 +13,7 @@ fixed seed, never occur in a training sentence (every adjective and every noun d
 other partners). Every test sentence contains at least one of them, so it is also a
 sentence the model never saw.
 
-The model (:func:`train_translation_model`) is chapter 13's wiring, trained: a
+The model (:func:`train_translation_model`) is chapter 11's wiring, trained: a
 two-layer encoder without a causal mask, and a two-layer decoder whose blocks mask their
 self-attention causally and attend across to the encoder's output, both the book's
 transformer (:mod:`attention_lib.model`; the decoder's configuration has
