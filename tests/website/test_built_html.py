@@ -319,3 +319,41 @@ def test_a_chapter_links_glossary_terms_where_it_first_uses_them(html_root, name
     assert len(links) == len(set(links)), f"{name} links a term twice"
     anchors = set(re.findall(r'<dt id="(term-[^"]+)"', page(html_root, "glossary")))
     assert set(links) <= anchors
+
+
+def _text(html: str) -> str:
+    import html as html_lib
+    return re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", html)))
+
+
+def test_the_source_audit_lists_each_claim_with_its_status_and_the_computed_value(html_root):
+    """Every row of the appendix has a status (✓, ✗ or open) and a link to the place a chapter
+    computes it; a value in the row is one that chapter's built page shows."""
+    audit = page(html_root, "source_audit")
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", audit, re.S)[1:]
+    rows = [r for r in rows if "<td" in r]
+    assert len(rows) >= 60
+    pages: dict[str, str] = {}
+    statuses = set()
+    for row in rows:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        assert len(cells) == 4, row[:200]
+        assert re.match(r"(Tutorial|Textbook):", _text(cells[0]).strip()), cells[0][:80]
+        status, value = _text(cells[1]).strip(), _text(cells[2]).strip()
+        statuses.add(status)
+        assert status in {"✓", "✗", "open"}, status
+        link = re.search(r'href="(chapters/[^"#]+\.html)#([^"]+)"', cells[3])
+        assert link, f"a row without a link to its chapter: {_text(row)[:120]}"
+        target, anchor = link.groups()
+        if target not in pages:
+            pages[target] = (html_root / target).read_text()
+        assert f'id="{anchor}"' in pages[target], f"{target} has no #{anchor}"
+        if value != "—":
+            assert value in _text(pages[target]), f"{target} does not show {value!r}"
+    assert statuses == {"✓", "✗", "open"}
+
+
+def test_chapters_link_to_the_source_audit_instead_of_auditing(html_root):
+    linking = [name for name in PAGES if name.startswith("chapters/")
+               and 'href="../source_audit.html#audit-' in page(html_root, name)]
+    assert len(linking) >= 10
