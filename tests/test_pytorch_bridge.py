@@ -118,3 +118,9 @@ def test_gpt2_params_from_hf_names_what_is_wrong(ref):
         al.gpt2_params_from_hf(state, rope)
     with pytest.raises(TypeError, match="expected a GPTConfig"):
         al.gpt2_params_from_hf(state, None)
+
+
+def test_pytorchs_causal_lower_right_is_the_books_causal_mask(ref):
+    q, k, v = ref["sdpa.q"], ref["sdpa.k"], ref["sdpa.v"]
+    ours = al.scaled_dot_product_attention(q, k, v, causal=True)[0]
+    np.testing.assert_allclose(ours, ref["sdpa.causal_lower_right"], rtol=0, atol=ROUNDING)

@@ -12,8 +12,9 @@ compute the same things with the book's library and compare. Everything is float
 comparisons hold to rounding on any CPU. Each array's name says what it is:
 
 * ``sdpa.*``: ``q`` (1, 4, 3, 8), ``k``, ``v`` (1, 4, 5, 8) and ``k_gqa``, ``v_gqa``
-  (1, 2, 5, 8); outputs ``plain``, ``bool_mask`` (with ``bool_mask``, True = may attend),
-  ``float_mask`` (with the additive ``float_mask``), ``is_causal`` (3 queries, 5 keys) and
+  (1, 2, 5, 8), the masks ``bool_mask`` (True = may attend) and ``float_mask`` (added);
+  outputs ``plain``, ``bool_mask_out``, ``float_mask_out``, ``is_causal`` (3 queries, 5 keys),
+  ``causal_lower_right`` (``attn_mask=torch.nn.attention.bias.causal_lower_right(3, 5)``) and
   ``gqa`` (``enable_gqa=True``, 4 query heads and 2 key/value heads);
 * ``mha.*``: ``torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)``: its
   ``in_proj_weight`` (24, 8) and ``out_proj_weight`` (8, 8), the input ``x`` (1, 5, 8), the
@@ -35,6 +36,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 (PyTorch's own name)
 import transformers
+from torch.nn.attention.bias import causal_lower_right
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "attention_lib" / "data" / "pytorch_reference.npz"
@@ -64,6 +66,8 @@ def main() -> None:
     out["sdpa.bool_mask_out"] = sdpa(t(q), t(k), t(v), attn_mask=t(bool_mask)).numpy()
     out["sdpa.float_mask_out"] = sdpa(t(q), t(k), t(v), attn_mask=t(float_mask)).numpy()
     out["sdpa.is_causal"] = sdpa(t(q), t(k), t(v), is_causal=True).numpy()
+    lower_right = causal_lower_right(q.shape[-2], k.shape[-2])
+    out["sdpa.causal_lower_right"] = sdpa(t(q), t(k), t(v), attn_mask=lower_right).numpy()
     out["sdpa.gqa"] = sdpa(t(q), t(k_gqa), t(v_gqa), enable_gqa=True).numpy()
 
     # nn.MultiheadAttention
