@@ -36,6 +36,7 @@ from . import (
     softmax,
     tiled,
     tiled_backward,
+    tokens,
     training,
 )
 
@@ -61,6 +62,7 @@ _MODULES = (
     block,  # chapter 11: the Transformer block
     model,  # the one transformer every model is a configuration of, and its hooks
     corpus,  # Part IV: the text a whole GPT learns from
+    tokens,  # ... and its tokens: byte-pair encoding
     gpt,  # Part IV: a whole GPT, its gradients, generation
     pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
