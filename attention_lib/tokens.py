@@ -40,21 +40,19 @@ def _merge(ids: np.ndarray, first: int, second: int, new_id: int) -> np.ndarray:
     return np.delete(out, starts + 1)
 
 
-def _most_frequent_pair(ids: np.ndarray, n_ids: int) -> tuple[int, int, int] | None:
-    """The most frequent adjacent pair (overlapping occurrences count) and its count; the
-    smallest pair (first id, then second) among equals. None when ``ids`` has no pair."""
+def _most_frequent_pair(ids: np.ndarray, n_ids: int) -> tuple[int, int] | None:
+    """The most frequent adjacent pair (overlapping occurrences count); the smallest pair
+    (first id, then second) among equals. None when ``ids`` has no pair."""
     if ids.size < 2:
         return None
     codes = ids[:-1].astype(np.int64) * n_ids + ids[1:]
     if n_ids * n_ids <= _BINCOUNT_LIMIT:
         counts = np.bincount(codes, minlength=n_ids * n_ids)
         best = int(np.argmax(counts))  # the first maximum: the smallest code, the smallest pair
-        count = int(counts[best])
     else:
         values, counts = np.unique(codes, return_counts=True)  # sorted codes
-        at = int(np.argmax(counts))
-        best, count = int(values[at]), int(counts[at])
-    return best // n_ids, best % n_ids, count
+        best = int(values[np.argmax(counts)])
+    return best // n_ids, best % n_ids
 
 
 class BPETokenizer:
@@ -176,7 +174,7 @@ def train_bpe(text: str, vocab_size: int) -> BPETokenizer:
         found = _most_frequent_pair(ids, vocab_size)
         if found is None:
             break
-        a, b, _ = found
+        a, b = found
         merges.append((a, b))
         ids = _merge(ids, a, b, new_id)
     return BPETokenizer(alphabet, merges)
