@@ -3,7 +3,7 @@
 In a page::
 
     ```{model-map}
-    tokens: chapters/12_stack_blocks_into_a_model
+    tokens: chapters/13_stack_blocks_into_a_model
     attention: chapters/06_split_into_heads
     ```
 

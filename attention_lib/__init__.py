@@ -22,6 +22,7 @@ from . import (
     exercises,
     gpt,
     gradients,
+    implement,
     kv_cache,
     latent_attention,
     linear_attention,
@@ -43,18 +44,19 @@ from . import (
 # The modules whose public names are the package's, in the order the chapters meet them.
 _MODULES = (
     exercises,  # every chapter: the reader's exercise cells
+    implement,  # ... and the functions the reader writes in them
     softmax,  # chapter 1: softmax turns scores into weights
     attention,  # chapters 2-3: queries, keys, values and the formula
     saturation,  # chapter 4: scaling by sqrt(d_k) and softmax saturation
-    masks,  # chapter 5: masks (and chapter 16's tile kinds)
+    masks,  # chapter 5: masks (and chapter 17's tile kinds)
     multihead,  # chapter 6: heads
     recurrence,  # chapter 7: attention against recurrence ...
-    costs,  # ... what each costs (and chapter 15's decoding costs)
-    measure,  # ... timers and fits (and chapter 16's stored benchmark)
+    costs,  # ... what each costs (and chapter 16's decoding costs)
+    measure,  # ... timers and fits (and chapter 17's stored benchmark)
     gradients,  # chapter 9: gradients through softmax and attention
-    kv_cache,  # chapter 15: the KV cache
-    tiled,  # chapter 16: exact attention by tiles
-    tiled_backward,  # ... and their backward pass (chapter 16)
+    kv_cache,  # chapter 16: the KV cache
+    tiled,  # chapter 17: exact attention by tiles
+    tiled_backward,  # ... and their backward pass (chapter 17)
     linear_attention,  # Part V: attention in time linear in n
     latent_attention,  # Part V: keys and values through a small latent
     positions,  # chapter 8: word order

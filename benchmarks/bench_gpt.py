@@ -2,7 +2,7 @@
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_gpt.py [--quick]``). Prints the
 CPU with two tables and writes every run to ``_build/bench/gpt.json`` (untracked);
-``--store`` (``make bench-store``) writes the packaged results chapter 15 quotes,
+``--store`` (``make bench-store``) writes the packaged results chapter 16 quotes,
 ``attention_lib/data/gpt_benchmark.json`` (``al.stored_benchmark("gpt")``).
 
 - Training step: ``gpt_loss_and_grads`` (forward, loss, every gradient) of the book model's

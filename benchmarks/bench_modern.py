@@ -2,7 +2,7 @@
 
 Run with ``make bench`` (or ``.venv/bin/python benchmarks/bench_modern.py [--quick]``).
 Prints the CPU with three tables and writes every run to ``_build/bench/modern.json``
-(untracked); ``--store`` (``make bench-store``) writes the packaged results chapter 18
+(untracked); ``--store`` (``make bench-store``) writes the packaged results chapter 19
 quotes, ``attention_lib/data/modern_benchmark.json`` (``al.stored_benchmark("modern")``).
 See ``benchmarks/README.md``.
 

@@ -1,6 +1,6 @@
-"""The stored seed survey of chapter 19 is what the code trains (tools/induction_seeds.py).
+"""The stored seed survey of chapter 20 is what the code trains (tools/induction_seeds.py).
 
-Every build ties seed 0's row to the code: chapter 19 trains seed 0 and asserts that the
+Every build ties seed 0's row to the code: chapter 20 trains seed 0 and asserts that the
 survey's row is its run. Training another seed again (half a minute) is for ``make
 induction-seeds``, which runs this file with ``--retrain`` after it writes the survey. The
 survey keeps only what each run reached after its 1,500 steps, so there are no first steps

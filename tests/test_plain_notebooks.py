@@ -114,7 +114,7 @@ def test_stored_notebook_carries_no_widget_and_its_progress_bars_ended(path):
 
 
 def test_the_progress_bar_check_sees_the_training_bar():
-    chapter = ROOT / "chapters" / "12_stack_blocks_into_a_model.ipynb"
+    chapter = ROOT / "chapters" / "13_stack_blocks_into_a_model.ipynb"
     outputs = [o for c in json.loads(chapter.read_text(encoding="utf-8"))["cells"]
                for o in c.get("outputs", [])]
     assert [o for o in outputs if PROGRESS.search("".join(o.get("data", {}).get("text/plain", "")))]
@@ -293,7 +293,7 @@ def test_equations_are_numbered_as_the_website_numbers_them(book):
     # per chapter, "chapter.k" in order; the notation page counts 1, 2, ...
     assert book.labels["eq-projections"][1:] == ("eq", "1")
     chapter_16 = sorted((v[2] for v in book.labels.values()
-                         if v[0] == "chapters/16_tile_attention_exactly" and v[1] == "eq"),
+                         if v[0] == "chapters/17_tile_attention_exactly" and v[1] == "eq"),
                         key=lambda n: int(n.split(".")[1]))
     assert chapter_16[:2] == ["16.1", "16.2"]
     assert len(set(chapter_16)) == len(chapter_16)

@@ -119,7 +119,7 @@ def test_scores_equal_a_loop_over_positions():
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_any_gpt_is_scored_on_a_segment_written_twice(dtype):
-    # How chapter 19 measures the book's language model: a whole GPT (feed-forward layers,
+    # How chapter 20 measures the book's language model: a whole GPT (feed-forward layers,
     # learned positions, float32 weights), on random tokens that are one segment written
     # twice and nothing else (min_period = max_period = length / 2).
     config = al.GPTConfig(vocab_size=7, context=11, d_model=8, n_layers=3, n_heads=2)

@@ -1,4 +1,4 @@
-"""Train the induction model of chapter 19 from several seeds and store what each reached.
+"""Train the induction model of chapter 20 from several seeds and store what each reached.
 
     make induction-seeds        # or: python tools/induction_seeds.py
 

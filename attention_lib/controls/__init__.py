@@ -23,16 +23,16 @@ One module per control, its script beside it in ``assets/``:
 - :func:`retrieval_playground` (``retrieval``): the trained soft dictionary of chapter 10 on
   a sequence the reader types (:func:`parse_retrieval_sequence` reads it);
 - :func:`induction_playground` (``induction``): the attention-only GPT that formed an induction
-  head (chapter 19) on tokens the reader types, each head's weights from a chosen position,
+  head (chapter 20) on tokens the reader types, each head's weights from a chosen position,
   with heads removable (:func:`parse_induction_sequence` reads the tokens, one character of
   :data:`INDUCTION_ALPHABET` each; :func:`copy_targets` says where copying points);
 - :func:`text_generator` (``generator``): the book's trained GPT continuing a prompt in the
-  page, and where each head looked (chapters 13 and 14); it samples with
+  page, and where each head looked (chapters 14 and 15); it samples with
   :func:`mulberry32`, as ``al.generate(..., uniform=mulberry32(seed))`` does;
-- :func:`coreference_explorer` (``coreference``): the trained encoder of chapter 20 names
+- :func:`coreference_explorer` (``coreference``): the trained encoder of chapter 21 names
   what "it" refers to in a sentence the reader builds from lists, and shows the weights
   from "it" in every head;
-- :func:`translation_explorer` (``translation``): the trained encoder-decoder of chapter 21
+- :func:`translation_explorer` (``translation``): the trained encoder-decoder of chapter 22
   translates a sentence the reader builds from lists (:func:`parse_translation_source` reads
   one), and draws a cross-attention head against the gold alignment.
 

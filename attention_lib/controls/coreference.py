@@ -1,4 +1,4 @@
-r"""The coreference explorer (chapter 20): the trained encoder resolves "it" in the page.
+r"""The coreference explorer (chapter 21): the trained encoder resolves "it" in the page.
 
 The reader picks the two nouns, the verb and the adjective of the corpus's sentence
 frame; the page runs the trained encoder of

@@ -1,4 +1,4 @@
-r"""The text generator (chapters 13 and 14): the trained GPT, run in the reader's browser.
+r"""The text generator (chapters 14 and 15): the trained GPT, run in the reader's browser.
 
 The reader types a prompt, picks a temperature and a seed, and the page continues the prompt
 with the book's model, computed in JavaScript from the model's own weights; then a slider

@@ -1,4 +1,4 @@
-r"""The induction playground (chapter 19): the trained attention-only GPT on a typed sequence.
+r"""The induction playground (chapter 20): the trained attention-only GPT on a typed sequence.
 
 The reader types tokens of the induction task, one character per token, picks a position and
 may remove heads; the page runs the model (:func:`~attention_lib.train_induction_model`) in

@@ -1,4 +1,4 @@
-r"""The translation explorer (chapter 21): the trained encoder-decoder translates in the page.
+r"""The translation explorer (chapter 22): the trained encoder-decoder translates in the page.
 
 The reader builds a source sentence from lists (two noun phrases with an optional
 adjective each, and a verb); the page runs the encoder and the greedy decoder of

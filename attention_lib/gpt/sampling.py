@@ -2,7 +2,7 @@ r"""Text from a GPT: the next-token distribution, samplers, and generation with 
 
 Generation repeats one step: read the logits of the last position, turn them into a
 distribution (temperature, top-k, top-p), draw a token, append it. With ``use_cache``
-every layer keeps its keys and values in a :class:`~attention_lib.KVCache` (chapter 15), so
+every layer keeps its keys and values in a :class:`~attention_lib.KVCache` (chapter 16), so
 a step computes one new row per layer instead of the whole sequence again.
 """
 

@@ -74,7 +74,7 @@ class GPTConfig:
     tie_embeddings : bool, default True
         The output layer is the transposed token embedding (no parameters of its own).
     n_kv_heads : int, optional
-        Key/value heads ``h_kv`` (grouped-query attention, chapter 17); must divide
+        Key/value heads ``h_kv`` (grouped-query attention, chapter 18); must divide
         ``n_heads``. Defaults to ``n_heads``.
     causal : bool, default True
         Self-attention sees only earlier positions (a decoder); ``False`` is an encoder.

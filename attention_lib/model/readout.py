@@ -1,6 +1,6 @@
 r"""The smallest model of the book: one attention layer whose output projection is the read-out.
 
-The tasks of chapters 10, 17 and 18 (the soft dictionary, the shift task) read their answer
+The tasks of chapters 10, 18 and 19 (the soft dictionary, the shift task) read their answer
 straight from attention: :math:`\text{logits} = \operatorname{Concat}_i(\text{head}_i)\,
 W_{\text{out}} + b_{\text{out}}`, the attention layer of :mod:`.attention` with
 :math:`W_O = W_{\text{out}}` mapping to the classes. A task names its parameters its own way

@@ -1,4 +1,4 @@
-"""Picture-first diagrams drawn from real numbers (chapters 3, 6 and 15).
+"""Picture-first diagrams drawn from real numbers (chapters 3, 6 and 16).
 
 Each diagram is laid out in inches on a ``_canvas`` (a 7-inch-wide figure by
 default), from grids of cells (``_cells``) and arrows (``_arrow``).

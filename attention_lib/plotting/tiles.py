@@ -1,4 +1,4 @@
-"""The tiles of a causal online softmax and one query block's running state (chapter 16)."""
+"""The tiles of a causal online softmax and one query block's running state (chapter 17)."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def induction_scores(params: dict[str, np.ndarray], config: GPTConfig, *,
     params : dict of str to numpy.ndarray
     config : GPTConfig
         Any GPT, not only the induction model: the book's language model is measured so
-        (chapter 19). The model reads ``tokens[:, :-1]`` of each sequence (``context + 1``
+        (chapter 20). The model reads ``tokens[:, :-1]`` of each sequence (``context + 1``
         tokens at most).
     data : InductionData, optional
         The sequences to measure on, of any length up to ``context + 1`` and with tokens

@@ -205,7 +205,7 @@ def train(
 def train_small_model(params: Params, loss_and_grads: Callable[[Params, Any], tuple[float, Params]],
                       data: Any, size: int, *, seed: Any, steps: Any, progress: Any,
                       settings: dict[str, Any]) -> tuple[Params, dict[str, Any]]:
-    r"""Train a small float64 model of chapters 20 and 21 on its fixed examples.
+    r"""Train a small float64 model of chapters 21 and 22 on its fixed examples.
 
     Each step draws 64 of the ``size`` examples of ``data`` (``data.subset(index)``) and
     follows ``loss_and_grads(params, batch)`` with AdamW (learning rate :math:`3 \cdot

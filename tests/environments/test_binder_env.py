@@ -10,7 +10,7 @@ build and test tools, so a notebook that imported myst-nb, Sphinx or pytest woul
 This is each chapter's one run outside the book's environment (the other is the strict
 build's, which ``tests/book`` compares with the stored outputs); chapter 4's is in this
 environment's JupyterLab, as a Binder reader runs it (``test_jupyterlab.py``), and chapter
-12's is its plain copy's in an environment like Colab's (``test_colab_install.py``). ``make test``
+13's is its plain copy's in an environment like Colab's (``test_colab_install.py``). ``make test``
 makes the environment while the unit tests run and passes its folder as ``READER_ENV``;
 without it, the tests make their own (a minute or two).
 """
@@ -30,7 +30,7 @@ from .conftest import reader_env
 ROOT = Path(__file__).resolve().parents[2]
 # Chapter 4's run in a reader's environment is JupyterLab's (test_jupyterlab.py), chapter
 # 14's its plain copy's, installed as on Colab (test_colab_install.py).
-RUN_ELSEWHERE = {"04_scale_scores_by_sqrt_dk.ipynb", "12_stack_blocks_into_a_model.ipynb"}
+RUN_ELSEWHERE = {"04_scale_scores_by_sqrt_dk.ipynb", "13_stack_blocks_into_a_model.ipynb"}
 CHAPTERS = [p for p in sorted((ROOT / "chapters").glob("*.ipynb")) if p.name not in RUN_ELSEWHERE]
 BUILD_AND_TEST_TOOLS = ["myst_nb", "jupyter_book", "sphinx", "playwright", "pytest", "ruff",
                         "nbval", "hypothesis"]

@@ -5,13 +5,13 @@ cell installs ``attention_lib`` from the wheel the website carries (``_ext/site_
 ``tools/colab_cell.py``). Here the built site (``_build/html``) is served on 127.0.0.1, and
 the cell is pointed at it with ``ATTENTION_BOOK_SITE``. The environment is new and holds
 what Colab's runtime has preinstalled, at Colab's versions (numpy, matplotlib, ipywidgets
-7, tqdm), plus the kernel and nbval; no attention_lib. Chapter 12's plain copy, alone in an
+7, tqdm), plus the kernel and nbval; no attention_lib. Chapter 13's plain copy, alone in an
 empty folder, then runs under strict nbval (every stored output must come back, except the
 cells tagged ``nbval-ignore-output``): its first cell installs the wheel, the rest trains,
 plots and reads the book's stored model from the installed package. Afterwards Colab's
 packages must be the versions they were: the library's ranges upgrade none of them.
 
-This is chapter 12's one run in a reader's environment (``test_binder_env.py`` runs the
+This is chapter 13's one run in a reader's environment (``test_binder_env.py`` runs the
 others, ``test_jupyterlab.py`` chapter 4).
 """
 
@@ -35,7 +35,7 @@ from .conftest import reader_env
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "_build" / "html"
-CHAPTER = "12_stack_blocks_into_a_model.ipynb"
+CHAPTER = "13_stack_blocks_into_a_model.ipynb"
 # What Colab's runtime comes with (its Python is 3.12; it had numpy 2.0.2, matplotlib
 # 3.10.0, ipywidgets 7.7.1 and tqdm 4.67.1 preinstalled).
 COLAB_PACKAGES = {"numpy": "2.0.2", "matplotlib": "3.10.0", "ipywidgets": "7.7.1",

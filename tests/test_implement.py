@@ -1,0 +1,206 @@
+"""The checker of the reader's functions: right functions pass, wrong ones are named, and
+nothing a reader's function does makes the checker fail.
+
+The right functions here are vectorised numpy (and, where the library has the same
+operation, the library's own function): the checker's references are loops, so a pass is
+two independent implementations agreeing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attention_lib as al
+
+
+def _softmax(z):
+    z = np.asarray(z, dtype=np.float64)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _attention(q, k, v, causal=False):
+    s = q @ k.T / np.sqrt(q.shape[-1])
+    if causal:
+        n_q, n_k = s.shape
+        s = np.where(np.tril(np.ones((n_q, n_k), bool), k=n_k - n_q), s, -np.inf)
+    return _softmax(s) @ v
+
+
+def _merge(m1, l1, u1, m2, l2, u2):
+    m = np.maximum(m1, m2)
+    a = np.where(m1 == -np.inf, 0.0, np.exp(m1 - m))
+    b = np.where(m2 == -np.inf, 0.0, np.exp(m2 - m))
+    return m, a * l1 + b * l2, a[:, None] * u1 + b[:, None] * u2
+
+
+def _top_p(probs, p):
+    return al.next_token_distribution(np.log(probs), top_p=p)
+
+
+def _cross_entropy(logits, targets):
+    m = logits.max(axis=-1, keepdims=True)
+    log_p = logits - m - np.log(np.exp(logits - m).sum(axis=-1, keepdims=True))
+    return -log_p[np.arange(len(targets)), targets].mean()
+
+
+def _recurrence(x, w_h, w_x):
+    h, out = np.zeros(w_h.shape[0]), []
+    for row in x @ w_x:
+        h = np.tanh(h @ w_h + row)
+        out.append(h)
+    return np.stack(out)
+
+
+RIGHT = {
+    "qkv_projection": lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv),
+    "attention": _attention,
+    "softmax": _softmax,
+    "causal_attention": lambda q, k, v: al.scaled_dot_product_attention(q, k, v,
+                                                                        causal=True)[0],
+    "split_heads": al.split_heads,
+    "recurrence": _recurrence,
+    "sinusoidal_positions": al.sinusoidal_positions,
+    "softmax_backward": al.softmax_vjp,
+    "cross_entropy": _cross_entropy,
+    "layer_norm": lambda x, g, b: al.layer_norm(x, g, b),
+    "kv_cache_step": lambda ck, cv, q, k, v: (_attention(q[None], np.vstack([ck, k]),
+                                                         np.vstack([cv, v]))[0],
+                                              np.vstack([ck, k]), np.vstack([cv, v])),
+    "online_softmax_merge": _merge,
+    "repeat_kv": lambda kv, h: np.repeat(kv, h // kv.shape[0], axis=0),
+    "top_p": _top_p,
+}
+
+# A mistake a reader makes, and the words the verdict must contain.
+WRONG = {
+    "qkv_projection": (lambda x, wq, wk, wv: (x @ wq, x @ wq, x @ wv), "item 2"),
+    "attention": (lambda q, k, v: _softmax(q @ k.T) @ v, "queries"),
+    "softmax": (lambda z: np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True), "large scores"),
+    "causal_attention": (lambda q, k, v: _attention(q, k, v), "5 queries"),
+    "split_heads": (lambda x, h: x.reshape(h, x.shape[0], -1), "into 2 heads"),
+    "recurrence": (lambda x, w_h, w_x: np.tanh(x @ w_x), "6 steps"),
+    "sinusoidal_positions": (lambda n, d: np.concatenate(
+        [np.sin(np.arange(n)[:, None] / 10000 ** (np.arange(0, d, 2) / d)),
+         np.cos(np.arange(n)[:, None] / 10000 ** (np.arange(0, d, 2) / d))], axis=1),
+        "1 position, d = 4"),
+    "softmax_backward": (lambda p, g: p * g, "a vector of 4 weights"),
+    "cross_entropy": (lambda z, t: -np.log(_softmax(z)[np.arange(len(t)), t]).sum(),
+                      "4 positions"),
+    "layer_norm": (lambda x, g, b: g * (x - x.mean(-1, keepdims=True))
+                   / np.sqrt(x.var(-1, ddof=1, keepdims=True) + 1e-5) + b, "(3, 4) matrix"),
+    "kv_cache_step": (lambda ck, cv, q, k, v: (_attention(q[None], ck, cv)[0], ck, cv),
+                      "shape"),
+    "online_softmax_merge": (lambda m1, l1, u1, m2, l2, u2: (np.maximum(m1, m2), l1 + l2,
+                                                             u1 + u2), "two tiles"),
+    "repeat_kv": (lambda kv, h: np.tile(kv, (h // kv.shape[0], 1, 1)), "6 query heads"),
+    "top_p": (lambda probs, p: np.where(probs >= p, probs, 0) / probs[probs >= p].sum(),
+              "p = 0.5"),
+}
+
+
+def test_every_task_has_a_right_and_a_wrong_function_here():
+    assert set(RIGHT) == set(WRONG) == set(al.implementation_tasks())
+
+
+@pytest.mark.parametrize("task", sorted(RIGHT))
+def test_a_right_function_is_correct(task):
+    assert al.implementation_verdict(RIGHT[task], task) == "correct"
+
+
+@pytest.mark.parametrize("task", sorted(WRONG))
+def test_a_wrong_function_is_named_with_its_case_and_a_hint(task):
+    fn, words = WRONG[task]
+    verdict = al.implementation_verdict(fn, task)
+    assert verdict.startswith("not quite: "), verdict
+    assert words in verdict and "Hint: " in verdict, verdict
+
+
+def test_the_tasks_the_chapters_promise_exist():
+    for task in ("softmax", "causal_attention", "split_heads", "kv_cache_step",
+                 "online_softmax_merge", "repeat_kv", "top_p"):
+        assert task in al.implementation_tasks()
+
+
+def test_a_stub_is_not_answered_yet(capsys):
+    def mine(z):
+        raise NotImplementedError
+
+    assert al.implementation_verdict(mine, "softmax") == "not answered yet"
+    assert al.implementation_verdict(None, "top_p") == "not answered yet"
+    al.check_implementation(mine, "softmax")
+    assert capsys.readouterr().out == "not answered yet\n"
+
+
+def test_each_kind_of_mistake_gets_its_own_words():
+    verdict = al.implementation_verdict
+
+    def forgot_return(z):
+        np.exp(z)
+
+    assert "is None; did the function forget to return" in verdict(forgot_return, "softmax")
+    assert "holds integers" in verdict(lambda x, h: np.zeros((h, x.shape[0],
+                                                              x.shape[1] // h), int),
+                                       "split_heads")
+    assert "has shape (3,); expected (2, 4, 3)" in verdict(lambda x, h: np.zeros(3),
+                                                           "split_heads")
+    assert "raised ZeroDivisionError: division by zero" in verdict(lambda z: 1 / 0, "softmax")
+    assert "expected a tuple of 3 arrays" in verdict(lambda *a: a[0], "kv_cache_step")
+
+    def in_place(z):
+        z -= z.max(axis=-1, keepdims=True)
+        np.exp(z, out=z)
+        z /= z.sum(axis=-1, keepdims=True)
+        return z
+
+    assert "changed its argument 1 in place" in verdict(in_place, "softmax")
+    assert "expected a function" in verdict(np.ones(3), "softmax")
+    # a list of the right numbers is accepted (numpy reads it as an array)
+    assert verdict(lambda z: _softmax(z).tolist(), "softmax") == "correct"
+
+
+def test_an_unknown_task_is_the_pages_error():
+    with pytest.raises(ValueError, match="task='sofmax'; expected one of 'qkv_projection'"):
+        al.implementation_verdict(_softmax, "sofmax")
+
+
+class _Hostile:
+    """An object numpy cannot read: its __array__ and __len__ raise."""
+
+    def __array__(self, *args, **kwargs):
+        raise RuntimeError("no")
+
+    def __len__(self):
+        raise RuntimeError("no")
+
+
+_RESULTS = st.one_of(
+    st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=5),
+    st.lists(st.floats(allow_nan=True), max_size=4),
+    st.lists(st.lists(st.integers(), max_size=3), max_size=3),  # ragged
+    st.dictionaries(st.text(max_size=2), st.integers(), max_size=2),
+    st.tuples(st.integers(), st.text(max_size=2)),
+    st.builds(lambda n: np.full(n, np.nan), st.integers(0, 5)),
+    st.builds(lambda n: np.zeros(n, dtype=complex), st.integers(0, 5)),
+    st.builds(lambda n: np.array(["a"] * n), st.integers(0, 3)),
+    st.just(_Hostile()), st.just((_Hostile(), _Hostile(), _Hostile())),
+)
+_ERRORS = st.sampled_from([ValueError, TypeError, IndexError, KeyError, ZeroDivisionError,
+                           AttributeError, RuntimeError, RecursionError, AssertionError,
+                           FloatingPointError, MemoryError])
+
+
+@settings(max_examples=150, deadline=None)
+@given(task=st.sampled_from(sorted(RIGHT)), result=_RESULTS, error=st.none() | _ERRORS)
+def test_whatever_the_readers_function_does_the_checker_gives_a_verdict(task, result, error):
+    def mine(*args):
+        if error is not None:
+            raise error("the reader's bug")
+        return result
+
+    verdict = al.implementation_verdict(mine, task)
+    assert verdict.startswith("not quite: "), verdict
+    assert "Hint: " in verdict
