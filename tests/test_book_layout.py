@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from repo_scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -321,20 +322,35 @@ def _stream_text(cell: dict) -> str:
 def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
     # The reader's cell runs as stored and says "not answered yet"; the solution sits
     # behind a click (a gated dropdown) and its code checks itself: "correct".
+    # An exercise names its tier ("Predict", "Implement" or "Challenge"). The reader's cell
+    # either holds an answer (`answer = None` ... `check_answer(answer, ...)`) or, in an
+    # Implement exercise (and a Challenge may do the same), a function of theirs whose body
+    # raises NotImplementedError, checked by `check_implementation(fn, "<task>")`.
     cells = json.loads(path.read_text())["cells"]
     labels = []
     for i, cell in enumerate(cells):
         text = "".join(cell["source"])
-        found = re.search(r"[`:]{3}\{exercise\}[^\n]*\n:label: (\S+)", text)
+        found = re.search(r"[`:]{3}\{exercise\}([^\n]*)\n:label: (\S+)", text)
         if cell["cell_type"] != "markdown" or not found:
             continue
-        label = found.group(1)
+        tier, label = found.group(1).strip(), found.group(2)
         labels.append(label)
+        assert tier in EXERCISE_TIERS, f"{path.name}: {label}'s tier is {tier!r}"
         reader = cells[i + 1]
         src = "".join(reader["source"])
-        assert reader["cell_type"] == "code" and src.lstrip().startswith("answer = None"), (
+        assert reader["cell_type"] == "code", (
             f"{path.name}: {label} is not followed by the reader's cell")
-        assert "check_answer(answer" in src, f"{path.name}: {label}'s cell checks no answer"
+        if "check_implementation(" in src:
+            assert tier != "Predict", f"{path.name}: {label} asks for code under 'Predict'"
+            assert re.match(r"(#[^\n]*\n)*def \w+\(", src.lstrip()), (
+                f"{path.name}: {label}'s cell does not start with the reader's function")
+            assert "raise NotImplementedError" in src, (
+                f"{path.name}: {label}'s function is already written")
+        else:
+            assert tier != "Implement", f"{path.name}: {label} checks no function"
+            assert src.lstrip().startswith("answer = None"), (
+                f"{path.name}: {label} is not followed by the reader's cell")
+            assert "check_answer(answer" in src, f"{path.name}: {label}'s cell checks no answer"
         assert _stream_text(reader).strip().endswith("not answered yet"), (
             f"{path.name}: {label}'s reader cell does not say 'not answered yet'")
         start = cells[i + 2]
@@ -350,11 +366,33 @@ def test_every_exercise_has_a_readers_cell_and_a_hidden_solution(path: Path):
             f"{path.name}: {label}'s solution is not closed before the next exercise")
         code = [c for c in cells[i + 3:end] if c["cell_type"] == "code"]
         assert code, f"{path.name}: {label}'s solution has no code"
-        assert "check_answer(" in "".join(code[-1]["source"]), (
+        assert re.search(r"check_(answer|implementation)\(", "".join(code[-1]["source"])), (
             f"{path.name}: {label}'s solution does not check itself")
         assert _stream_text(code[-1]).strip().endswith("correct"), (
             f"{path.name}: {label}'s solution does not print 'correct'")
     assert len(labels) >= 2, f"{path.name}: {len(labels)} exercises"
+
+
+EXERCISE_TIERS = ("Predict", "Implement", "Challenge")
+
+
+def _parts() -> list[tuple[str, list[str]]]:
+    """(caption, chapter files) of each part of _toc.yml, in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [(p["caption"], [c["file"] for c in p["chapters"]]) for p in toc["parts"]]
+
+
+def test_every_chapter_of_the_first_three_parts_asks_for_code():
+    parts = [files for caption, files in _parts() if re.match(r"Part (I|II|III):", caption)]
+    assert len(parts) == 3
+    missing = []
+    for files in parts:
+        for name in files:
+            text = (ROOT / f"{name}.ipynb").read_text()
+            if not re.search(r"\{exercise\} Implement\\n:label:", text) or \
+                    "check_implementation(" not in text:
+                missing.append(name)
+    assert not missing, f"no Implement exercise in {missing}"
 
 
 def _lab_visibility():
