@@ -388,8 +388,9 @@ _TASKS: dict[str, _Task] = {
     "causal_attention": _Task(
         "fn(q, k, v) -> (n, d_v): causal scaled dot-product attention, query i sees keys "
         "0..i",
-        "mask the scores above the diagonal with -inf (np.triu(..., k=1)) before the "
-        "softmax; scale by sqrt(d_k) = sqrt(q.shape[-1]); the output has v's width",
+        "scale by sqrt(d_k) = sqrt(q.shape[-1]); set the scores above the diagonal to -inf "
+        "with np.where(np.tril(np.ones((n, n), bool)), scores, -np.inf) (multiplying by "
+        "-inf gives 0 * -inf = nan), then softmax each row; the output has v's width",
         lambda: _attention_cases(causal=True)),
     "split_heads": _Task(
         "fn(x, num_heads) -> (num_heads, n, d / num_heads): head h takes columns "
@@ -400,8 +401,9 @@ _TASKS: dict[str, _Task] = {
     "recurrence": _Task(
         "fn(x, w_h, w_x) -> (n, d_h): the states of h_t = tanh(h_{t-1} w_h + x_t w_x), "
         "h_0 = 0",
-        "start from zeros of length w_h.shape[0] and keep every state after the update, "
-        "one per row of x",
+        "rows are states: h @ w_h + x[t] @ w_x (the matrices act from the right, already "
+        "transposed); start from zeros of length w_h.shape[0] and keep every state after "
+        "the update, one per row of x",
         _recurrence_cases),
     "sinusoidal_positions": _Task(
         "fn(n, d) -> (n, d): PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(same)",
@@ -469,8 +471,12 @@ def _short(x: Any) -> str:
 
 def _compare(got: Any, want: np.ndarray, what: str) -> str | None:
     """None if ``got`` agrees with ``want``, else what differs (for the verdict)."""
+    want = np.asarray(want)
     if got is None:
         return f"{what} is None; did the function forget to return its result?"
+    if isinstance(got, tuple) and want.ndim and len(got) != len(want):
+        return (f"{what} is a tuple of {len(got)} items; expected one array (return only "
+                "the output)")
     if isinstance(got, str | bytes | dict | set):
         return f"{what} is a {type(got).__name__}; expected an array of numbers"
     try:
@@ -479,7 +485,6 @@ def _compare(got: Any, want: np.ndarray, what: str) -> str | None:
             a = np.asarray(got)
     except Exception:  # noqa: BLE001  (ragged lists, odd objects: a verdict, not a crash)
         return f"{what} could not be read as an array ({type(got).__name__})"
-    want = np.asarray(want)
     if a.shape != want.shape:
         return f"{what} has shape {a.shape}; expected {want.shape}"
     if a.dtype.kind not in "f":

@@ -388,8 +388,9 @@ def test_every_chapter_of_the_first_three_parts_asks_for_code():
     missing = []
     for files in parts:
         for name in files:
-            text = (ROOT / f"{name}.ipynb").read_text()
-            if not re.search(r"\{exercise\} Implement\\n:label:", text) or \
+            cells = json.loads((ROOT / f"{name}.ipynb").read_text())["cells"]
+            text = "\n".join("".join(c["source"]) for c in cells)
+            if not re.search(r"\{exercise\} Implement\n:label:", text) or \
                     "check_implementation(" not in text:
                 missing.append(name)
     assert not missing, f"no Implement exercise in {missing}"

@@ -149,6 +149,8 @@ def test_each_kind_of_mistake_gets_its_own_words():
                                                            "split_heads")
     assert "raised ZeroDivisionError: division by zero" in verdict(lambda z: 1 / 0, "softmax")
     assert "expected a tuple of 3 arrays" in verdict(lambda *a: a[0], "kv_cache_step")
+    assert "a tuple of 2 items; expected one array" in verdict(
+        lambda q, k, v: al.scaled_dot_product_attention(q, k, v, causal=True), "causal_attention")
 
     def in_place(z):
         z -= z.max(axis=-1, keepdims=True)
