@@ -109,6 +109,8 @@ def _softmax_cases() -> list[_Case]:
         ("a (3, 4) matrix, softmax along each row", r.normal(size=(3, 4))),
         ("a (2, 3, 5) array, softmax along the last axis", r.normal(size=(2, 3, 5)) * 3),
         ("large scores [1000, 1001, 1002]", np.array([1000.0, 1001.0, 1002.0])),
+        ("rows of different sizes [[0, 1, 2], [1000, 1001, 1002]]",
+         np.array([[0.0, 1.0, 2.0], [1000.0, 1001.0, 1002.0]])),
         ("very negative scores [-1000, -1001, -1002]", np.array([-1000.0, -1001.0, -1002.0])),
         ("scores with -inf (masked) entries [0, -inf, 1, -inf]",
          np.array([0.0, -np.inf, 1.0, -np.inf])),
@@ -377,8 +379,8 @@ _TASKS: dict[str, _Task] = {
         _projection_cases),
     "attention": _Task(
         "fn(q, k, v) -> (n_q, d_v): softmax(q k^T / sqrt(d_k)) v, every query sees every key",
-        "scores = q @ k.T / sqrt(d_k) has one row per query; softmax each row, then "
-        "multiply by v; d_k is q.shape[-1]",
+        "scores = q @ k.T / sqrt(d_k) has one row per query, d_k = q.shape[-1]; softmax "
+        "each row (subtract the row's maximum before exp), then multiply by v",
         lambda: _attention_cases(causal=False)),
     "softmax": _Task(
         "fn(z) -> softmax of z over its last axis, for any shape",
@@ -585,7 +587,8 @@ def implementation_verdict(fn: Any, task: str) -> str:
         except NotImplementedError:
             return NOT_ANSWERED
         if detail:
-            return f"not quite: {case.name}: {detail}. Hint: {spec.hint}"
+            stop = "" if detail.endswith("?") else "."
+            return f"not quite: {case.name}: {detail}{stop} Hint: {spec.hint}"
     return CORRECT
 
 

@@ -160,6 +160,10 @@ def test_each_kind_of_mistake_gets_its_own_words():
 
     assert "changed its argument 1 in place" in verdict(in_place, "softmax")
     assert "expected a function" in verdict(np.ones(3), "softmax")
+    global_max = verdict(lambda z: np.exp(z - z.max()) / np.exp(z - z.max()).sum(
+        axis=-1, keepdims=True), "softmax")
+    assert "rows of different sizes" in global_max, global_max
+    assert "return its result? Hint" in verdict(forgot_return, "softmax")
     # a list of the right numbers is accepted (numpy reads it as an array)
     assert verdict(lambda z: _softmax(z).tolist(), "softmax") == "correct"
 
