@@ -23,7 +23,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds clean distclean
+.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds tokens-comparison clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -35,7 +35,8 @@ help:
 	@echo "make bench  run the benchmarks, print their tables (with the CPU) and write _build/bench/"
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
-	@echo "make induction-seeds  train chapter 19's induction model from six seeds, store the table"
+	@echo "make induction-seeds  train chapter 20's induction model from six seeds, store the table"
+	@echo "make tokens-comparison  train chapter 12's character and BPE models, store what they reach"
 	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
 
@@ -195,12 +196,19 @@ train-model: $(STAMP)
 	$(BIN)/python tools/train_book_model.py
 	$(BIN)/python -m pytest tests/test_gpt_stored.py --retrain
 
-# Trains chapter 19's induction model from six seeds (about two minutes) and stores what each
+# Trains chapter 20's induction model from six seeds (about two minutes) and stores what each
 # reached, attention_lib/data/induction_seeds.json; then trains seed 1 again and compares it
 # with its stored row (pytest --retrain).
 induction-seeds: $(STAMP)
 	$(BIN)/python tools/induction_seeds.py
 	$(BIN)/python -m pytest tests/test_induction_seeds.py --retrain
+
+# Trains chapter 12's character model and BPE model with the same compute (about six minutes)
+# and stores what each reached, attention_lib/data/tokens_comparison.json; then trains both
+# again and compares them with the file (pytest --retrain).
+tokens-comparison: $(STAMP)
+	$(BIN)/python tools/tokens_comparison.py
+	$(BIN)/python -m pytest tests/test_tokens_comparison.py --retrain
 
 # Lighthouse (npm, pinned in benchmarks/lighthouse/package-lock.json, installed into
 # _build/lighthouse) with the system Chromium, on the built site served gzip-compressed

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._validation import positive_int
 
-__all__ = ["BPETokenizer", "train_bpe"]
+__all__ = ["BPETokenizer", "bits_per_character", "tokenizer_comparison", "train_bpe"]
 
 # Pair counts go into a table of vocab_size**2 bins while it is this small; past it, sorting.
 _BINCOUNT_LIMIT = 1 << 24
@@ -178,3 +178,77 @@ def train_bpe(text: str, vocab_size: int) -> BPETokenizer:
         merges.append((a, b))
         ids = _merge(ids, a, b, new_id)
     return BPETokenizer(alphabet, merges)
+
+
+COMPARISON_FILE = "tokens_comparison.json"
+
+
+def bits_per_character(params: dict[str, np.ndarray], config: Any, ids: Any,
+                       tokenizer: Any) -> float:
+    r"""A language model's loss on a token stream, in bits per character of its text.
+
+    Nats per token are not comparable across tokenizers: a token of a larger vocabulary
+    holds more text. Every token but the first is predicted once
+    (:func:`~attention_lib.sequence_loss`), so the total is that loss times
+    :math:`N - 1` nats for the characters those tokens spell,
+
+    .. math:: \text{bits per character} = \frac{(N - 1)\,\bar\ell}
+              {\ln 2 \cdot \lvert\operatorname{decode}(t_2 \dots t_N)\rvert}.
+
+    Parameters
+    ----------
+    params, config
+        A GPT and its :class:`~attention_lib.GPTConfig`.
+    ids : array_like of int, shape (N,)
+        The token stream (``N >= 2``).
+    tokenizer
+        Anything with ``decode(ids) -> str``: a :class:`BPETokenizer` or a
+        :class:`~attention_lib.CharTokenizer`.
+
+    Examples
+    --------
+    >>> import attention_lib as al
+    >>> tok = al.train_bpe("abababab", 4)
+    >>> config = al.GPTConfig(tok.vocab_size, 4, 8, 1, 2)
+    >>> params = al.init_gpt(config, dtype=np.float64)   # nearly uniform: log2(4) per token
+    >>> ids = tok.encode("abababab")                    # 2 tokens of 4 characters
+    >>> round(bits_per_character(params, config, ids, tok), 1)   # 2 bits for 4 characters
+    0.5
+    """
+    from .gpt.train import sequence_loss
+
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or ids.size < 2:
+        raise ValueError(f"ids has shape {ids.shape}; expected a stream of at least 2 tokens")
+    characters = len(tokenizer.decode(ids[1:]))
+    nats = sequence_loss(params, config, ids) * (ids.size - 1)
+    return float(nats / (np.log(2.0) * characters))
+
+
+def tokenizer_comparison() -> dict[str, Any]:
+    """The stored run that trains a character model and a BPE model with the same compute.
+
+    Read from the package's data (``attention_lib/data/tokens_comparison.json``, written by
+    ``tools/tokens_comparison.py``; the test suite replays each run's first steps and
+    checks them against the file).
+
+    Returns
+    -------
+    dict
+        ``settings`` (the model sizes and training settings both runs share), ``runs``
+        (one dict per tokenizer, ``"characters"`` and ``"bpe"``: ``vocab_size``,
+        ``train_tokens``, ``val_tokens``, ``val_characters``, ``characters_per_token``,
+        ``val_loss_nats_per_token`` and ``val_bits_per_character`` over the whole
+        validation text, and the training ``log``), the ``cpu`` and the ``seconds`` taken.
+
+    Examples
+    --------
+    >>> run = tokenizer_comparison()
+    >>> sorted(run["runs"])
+    ['bpe', 'characters']
+    """
+    import json
+    from importlib import resources
+
+    text = resources.files("attention_lib").joinpath("data", COMPARISON_FILE).read_text("utf-8")
+    return json.loads(text)
