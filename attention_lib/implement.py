@@ -495,8 +495,12 @@ def _compare(got: Any, want: np.ndarray, what: str) -> str | None:
         return f"{what} holds {kind} (dtype {a.dtype}); expected floating-point numbers"
     if np.any(np.isnan(a)) and not np.any(np.isnan(want)):
         return f"{what} holds nan: {_short(a)}"
-    if not np.allclose(a, want, rtol=RTOL, atol=ATOL, equal_nan=True):
-        return f"{what} is {_short(a)}; expected {_short(want)}"
+    wrong = ~np.isclose(a, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+    if wrong.any():
+        first = tuple(int(i) for i in np.argwhere(wrong)[0])
+        where = f" at index {first}" if first else ""
+        return (f"{what} is {_short(a)}; expected {_short(want)} (first difference{where}: "
+                f"{a[first]:.8g} instead of {want[first]:.8g})")
     return None
 
 
