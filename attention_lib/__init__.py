@@ -23,6 +23,7 @@ from . import (
     gpt,
     gradients,
     implement,
+    interpret,
     kv_cache,
     latent_attention,
     linear_attention,
@@ -66,6 +67,7 @@ _MODULES = (
     corpus,  # Part IV: the text a whole GPT learns from
     tokens,  # ... and its tokens: byte-pair encoding
     gpt,  # Part IV: a whole GPT, its gradients, generation
+    interpret,  # after Part VI: how heads compose, what each layer predicts
     pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
 
