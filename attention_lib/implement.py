@@ -372,6 +372,31 @@ def _projection_cases() -> list[_Case]:
     return cases
 
 
+def _ov_circuit_ref(w_e, w_v, w_o, n_heads):
+    vocab, d = w_e.shape
+    e = d // n_heads
+    out = np.zeros((n_heads, vocab, vocab))
+    for head in range(n_heads):
+        cols = range(head * e, (head + 1) * e)  # head's columns of W_V, rows of W_O
+        for a in range(vocab):
+            # what token a, attended to, writes into the stream: w_e[a] W_V^(i) W_O^(i)
+            value = [sum(w_e[a, r] * w_v[r, c] for r in range(d)) for c in cols]
+            written = [sum(value[j] * w_o[c, m] for j, c in enumerate(cols)) for m in range(d)]
+            for b in range(vocab):  # ... read out as token b's logit
+                out[head, a, b] = sum(written[m] * w_e[b, m] for m in range(d))
+    return out
+
+
+def _ov_circuit_cases() -> list[_Case]:
+    r = _rng(14)
+    cases = []
+    for vocab, d, h in ((5, 4, 2), (3, 6, 3), (4, 4, 1), (6, 8, 4)):
+        args = (r.normal(size=(vocab, d)), r.normal(size=(d, d)), r.normal(size=(d, d)), h)
+        cases.append(_Case(f"{vocab} tokens, d_model = {d}, {_count(h, 'head')}", args,
+                           _ov_circuit_ref(*args)))
+    return cases
+
+
 _TASKS: dict[str, _Task] = {
     "qkv_projection": _Task(
         "fn(x, w_q, w_k, w_v) -> (q, k, v): the rows of x times each weight matrix",
@@ -446,6 +471,13 @@ _TASKS: dict[str, _Task] = {
         "each key/value head serves a group of consecutive query heads: np.repeat along "
         "axis 0 (not np.tile)",
         _repeat_kv_cases),
+    "ov_circuit": _Task(
+        "fn(w_e, w_v, w_o, n_heads) -> (n_heads, V, V): head i's OV circuit over the "
+        "tokens, w_e W_V^(i) W_O^(i) w_e^T",
+        "with e = d_model // n_heads, head i owns columns i*e:(i+1)*e of w_v and rows "
+        "i*e:(i+1)*e of w_o; entry [i, a, b] is what token a, attended to, adds to the logit "
+        "of token b through the tied read-out w_e.T",
+        _ov_circuit_cases),
     "top_p": _Task(
         "fn(probs, p) -> probabilities: keep the smallest set of most likely tokens whose "
         "probability reaches p, zero the rest, renormalise",
@@ -550,7 +582,7 @@ def implementation_verdict(fn: Any, task: str) -> str:
         ``"softmax"``, ``"causal_attention"``, ``"split_heads"``, ``"recurrence"``,
         ``"sinusoidal_positions"``, ``"softmax_backward"``, ``"cross_entropy"``,
         ``"layer_norm"``, ``"kv_cache_step"``, ``"online_softmax_merge"``,
-        ``"repeat_kv"``, ``"top_p"``.
+        ``"repeat_kv"``, ``"top_p"``, ``"ov_circuit"``.
 
     Returns
     -------

@@ -11,7 +11,10 @@ parameters), one from the weights alone and one from a forward pass:
   are shuffled, the level a score must clear to mean anything;
 - :func:`logit_lens` reads the residual stream after the embedding and after every block
   through the model's own final norm and read-out (nostalgebraist, 2020, "interpreting
-  GPT: the logit lens"): what the model would predict if it stopped there.
+  GPT: the logit lens"): what the model would predict if it stopped there;
+- :func:`direct_logit_attribution` splits the logit of the right next token into what
+  the embedding, each head, each feed-forward layer and each bias wrote into the
+  residual stream, read through the final norm with its scale held at the stream's own.
 
 Row vectors throughout, as in the rest of the package: a head ``i`` owns columns
 ``i*e:(i+1)*e`` of ``W_Q`` (and of ``W_K``, ``W_V`` for its key/value head) and rows
@@ -27,11 +30,12 @@ import numpy as np
 from ._validation import index_array, positive_int
 from .model.config import GPTConfig, check_params
 from .model.hooks import capture_hooks
-from .model.layers import norm_forward
+from .model.layers import LN_EPS, norm_forward
 from .model.loss import log_softmax
 from .model.stack import read_out, stack_forward
 
-__all__ = ["composition_scores", "logit_lens", "shuffled_composition_baseline"]
+__all__ = ["composition_scores", "direct_logit_attribution", "logit_lens",
+           "shuffled_composition_baseline"]
 
 KINDS = ("q", "k", "v")
 
@@ -46,6 +50,22 @@ def _check_model(params: Any, config: Any) -> np.dtype:
                          "cross-attention heads write into the stream too; expected a GPT "
                          "(a stack of self-attention blocks)")
     return dtype
+
+
+def _check_ids(ids: Any, config: GPTConfig, *, shortest: int = 1) -> np.ndarray:
+    """``ids`` as int64 of shape (T,) or (B, T), ``shortest <= T <= context``."""
+    tokens = index_array(ids, config.vocab_size, "ids")  # int64, no id wrapped
+    if tokens.ndim not in (1, 2):
+        raise ValueError(f"ids has {tokens.ndim} dimensions, shape {tokens.shape}; expected "
+                         "(T,) or (B, T)")
+    if tokens.shape[-1] > config.context:
+        raise ValueError(f"ids has T={tokens.shape[-1]} positions, shape {tokens.shape}; the "
+                         f"model's context is {config.context}; expected T <= "
+                         f"{config.context}")
+    if tokens.shape[-1] < shortest:
+        raise ValueError(f"ids has T={tokens.shape[-1]} position, shape {tokens.shape}; "
+                         f"expected T >= {shortest} (a position and the token after it)")
+    return tokens
 
 
 def _head_blocks(params: dict[str, np.ndarray], config: GPTConfig,
@@ -297,14 +317,7 @@ def logit_lens(params: dict[str, np.ndarray], config: GPTConfig, ids: Any) -> np
     True
     """
     _check_model(params, config)
-    tokens = index_array(ids, config.vocab_size, "ids")  # int64, no id wrapped
-    if tokens.ndim not in (1, 2):
-        raise ValueError(f"ids has {tokens.ndim} dimensions, shape {tokens.shape}; expected "
-                         "(T,) or (B, T)")
-    if tokens.shape[-1] > config.context:
-        raise ValueError(f"ids has T={tokens.shape[-1]} positions, shape {tokens.shape}; the "
-                         f"model's context is {config.context}; expected T <= "
-                         f"{config.context}")
+    tokens = _check_ids(ids, config)
     single = tokens.ndim == 1
     sites = ["embed"] + [f"blocks.{layer}.resid_post" for layer in range(config.n_layers)]
     stream: dict[str, np.ndarray] = {}
@@ -316,3 +329,127 @@ def logit_lens(params: dict[str, np.ndarray], config: GPTConfig, ids: Any) -> np
         readings.append(log_softmax(read_out(params, config, final)))  # (B, T, V)
     lens = np.stack(readings)  # (L + 1, B, T, V)
     return lens[:, 0] if single else lens
+
+
+def direct_logit_attribution(params: dict[str, np.ndarray], config: GPTConfig, ids: Any,
+                             ) -> dict[str, np.ndarray]:
+    r"""What each part of the model writes towards the right next token's logit.
+
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        A GPT's parameters, float32 or float64 (the computation is float64).
+    config : GPTConfig
+        A pre-norm configuration without cross-attention: attention-only or not, layer
+        norm or RMSNorm, any positions, tied or untied read-out, grouped key/value heads.
+    ids : array_like of int, shape (T,) or (B, T)
+        Token ids in ``0 .. vocab_size - 1``, ``2 <= T <= context``. Position ``t``
+        predicts ``ids[..., t + 1]``.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Each component's contribution to the logit of the right next token, float64 of
+        shape ``(T - 1,)`` or ``(B, T - 1)``, in the order the forward pass writes them:
+        ``"embed"`` (the token embedding, plus the learned positions if any); for each
+        layer ``l`` (numbered from 1), every head ``"Ll Hi"``, then ``"Ll attn bias"``
+        (the output projection's bias, if the model has biases) and ``"Ll FF"`` (the
+        feed-forward layer, its biases included, unless the model is attention-only);
+        last ``"final norm bias"`` (layer norm's :math:`\beta`; RMSNorm has none). The
+        contributions add up to the model's logit of the right next token at each
+        position, ``gpt_logits(params, config, ids)[..., t, ids[..., t + 1]]``, up to
+        rounding.
+
+    Notes
+    -----
+    In a pre-norm model the residual stream that reaches the final norm is a sum of what
+    was written into it: :math:`x = \sum_c x_c`, over the embedding, every head
+    (its output through its rows of :math:`W_O`), the output biases and the
+    feed-forward layers. The final norm is not linear: layer norm divides the centred
+    stream by its spread :math:`\sigma(x)`. Holding that scale at the value the whole
+    stream gives makes it linear, and exact for this stream:
+
+    .. math::
+
+        \begin{aligned}
+        \text{logit}_y &= \Bigl(\gamma \odot \frac{x - \bar x}{\sigma(x)} + \beta\Bigr)
+        \cdot \mathbf w_y \\
+        &= \sum_c \frac{(x_c - \bar x_c) \cdot (\gamma \odot \mathbf w_y)}{\sigma(x)}
+        \;+\; \beta \cdot \mathbf w_y,
+        \end{aligned}
+
+    with :math:`\mathbf w_y` the read-out's column of the right token :math:`y`
+    (:math:`W_E[y]` with tied embeddings), :math:`\bar x` the mean over the stream's
+    entries and :math:`\sigma(x) = \sqrt{\operatorname{var}(x) + \varepsilon}`
+    (RMSNorm: no centring, :math:`\sigma(x) = \sqrt{\overline{x^2} + \varepsilon}`,
+    no :math:`\beta`). Each term is that component's *direct* effect: what it writes
+    straight to the read-out, not what it changes by being read by later layers. The
+    forward pass runs on float64 copies of the parameters, and each head's output is
+    read at the hook site ``"blocks.l.attn.heads"``.
+
+    Examples
+    --------
+    >>> from attention_lib import GPTConfig, gpt_logits, init_gpt
+    >>> config = GPTConfig(10, 8, 8, 2, 2)
+    >>> params = init_gpt(config, dtype=np.float64)
+    >>> parts = direct_logit_attribution(params, config, [1, 2, 3, 4])
+    >>> list(parts)[:4], parts["L1 H1"].shape
+    (['embed', 'L1 H1', 'L1 H2', 'L1 attn bias'], (3,))
+    >>> logits = gpt_logits(params, config, [[1, 2, 3, 4]])[0]
+    >>> bool(np.allclose(sum(parts.values()), logits[[0, 1, 2], [2, 3, 4]]))
+    True
+    """
+    _check_model(params, config)
+    if config.norm_position != "pre":
+        raise ValueError("config has norm_position='post': the norm after every sublayer "
+                         "rescales the stream, which is then no sum of what each part wrote; "
+                         "expected a pre-norm model")
+    tokens = _check_ids(ids, config, shortest=2)
+    single = tokens.ndim == 1
+    batch = tokens[None] if single else tokens  # (B, T)
+    p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
+    L, h, e = config.n_layers, config.n_heads, config.d_head
+    sites = ["embed", f"blocks.{L - 1}.resid_post"]
+    for layer in range(L):
+        sites.append(f"blocks.{layer}.attn.heads")
+        if not config.attention_only:
+            sites.append(f"blocks.{layer}.ff.out")
+    seen: dict[str, np.ndarray] = {}
+    stack_forward(p, config, batch, hooks=capture_hooks(seen, sites))
+    stream = seen[f"blocks.{L - 1}.resid_post"][:, :-1]  # (B, T-1, d): what ln_f reads
+    w_out = p["wte"].T if config.tie_embeddings else p["w_out"]  # (d, V)
+    targets = batch[:, 1:]  # (B, T-1)
+    w_y = w_out.T[targets]  # (B, T-1, d): the right token's read-out column
+    direction = w_y * p["ln_f.gamma"]  # gamma ⊙ w_y
+    if config.norm == "layer":
+        # (x - mean x) . u = x . (u - mean u): centre the direction once instead of each part
+        direction = direction - direction.mean(axis=-1, keepdims=True)
+        centred = stream - stream.mean(axis=-1, keepdims=True)
+        spread = np.sqrt((centred * centred).mean(axis=-1) + LN_EPS)  # (B, T-1)
+    else:
+        spread = np.sqrt((stream * stream).mean(axis=-1) + LN_EPS)
+    direction = direction / spread[..., None]  # the frozen scale
+
+    def read(part: np.ndarray) -> np.ndarray:
+        """A part's contribution (B, T-1) from what it wrote, (B, T, d) or (d,)."""
+        if part.ndim == 1:
+            return direction @ part
+        return np.einsum("btd,btd->bt", part[:, :-1], direction)
+
+    out = {"embed": read(seen["embed"])}
+    for layer in range(L):
+        b = f"blocks.{layer}."
+        heads = seen[b + "attn.heads"][:, :, :-1]  # (B, h, T-1, e)
+        w_o = p[b + "attn.w_o"].reshape(h, e, -1)  # head i: rows i*e:(i+1)*e
+        # head i's output o_i W_O^i read along the direction: o_i . (W_O^i direction)
+        along = np.einsum("ied,btd->bite", w_o, direction)  # (B, h, T-1, e)
+        per_head = np.einsum("bite,bite->bit", heads, along)
+        for i in range(h):
+            out[f"L{layer + 1} H{i + 1}"] = per_head[:, i]
+        if b + "attn.b_o" in p:
+            out[f"L{layer + 1} attn bias"] = read(p[b + "attn.b_o"])
+        if not config.attention_only:
+            out[f"L{layer + 1} FF"] = read(seen[b + "ff.out"])
+    if config.norm == "layer":
+        out["final norm bias"] = w_y @ p["ln_f.beta"]
+    return {name: c[0] if single else c for name, c in out.items()}

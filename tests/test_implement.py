@@ -55,6 +55,13 @@ def _recurrence(x, w_h, w_x):
     return np.stack(out)
 
 
+def _ov_circuit(w_e, w_v, w_o, n_heads):
+    e = w_e.shape[1] // n_heads
+    w_v_heads = w_v.reshape(len(w_v), n_heads, e).transpose(1, 0, 2)  # (h, d, e)
+    w_o_heads = w_o.reshape(n_heads, e, -1)  # (h, e, d)
+    return w_e @ w_v_heads @ w_o_heads @ w_e.T
+
+
 RIGHT = {
     "qkv_projection": lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv),
     "attention": _attention,
@@ -73,6 +80,7 @@ RIGHT = {
     "online_softmax_merge": _merge,
     "repeat_kv": lambda kv, h: np.repeat(kv, h // kv.shape[0], axis=0),
     "top_p": _top_p,
+    "ov_circuit": _ov_circuit,
 }
 
 # A mistake a reader makes, and the words the verdict must contain.
@@ -99,6 +107,9 @@ WRONG = {
     "repeat_kv": (lambda kv, h: np.tile(kv, (h // kv.shape[0], 1, 1)), "6 query heads"),
     "top_p": (lambda probs, p: np.where(probs >= p, probs, 0) / probs[probs >= p].sum(),
               "p = 0.5"),
+    # every head given the whole layer's W_V W_O instead of its own blocks
+    "ov_circuit": (lambda w_e, w_v, w_o, h: np.stack([w_e @ w_v @ w_o @ w_e.T] * h),
+                   "2 heads"),
 }
 
 
@@ -121,7 +132,7 @@ def test_a_wrong_function_is_named_with_its_case_and_a_hint(task):
 
 def test_the_tasks_the_chapters_promise_exist():
     for task in ("softmax", "causal_attention", "split_heads", "kv_cache_step",
-                 "online_softmax_merge", "repeat_kv", "top_p"):
+                 "online_softmax_merge", "repeat_kv", "top_p", "ov_circuit"):
         assert task in al.implementation_tasks()
 
 

@@ -1,6 +1,7 @@
 """Taking a model apart: composition scores against loops over the heads with d x d products,
-their bounds and baseline, and the logit lens against a forward pass written here block by
-block."""
+their bounds and baseline, the logit lens against a forward pass written here block by
+block, and direct logit attribution against the same forward pass read out position by
+position (its parts adding up to the model's own logit)."""
 
 from __future__ import annotations
 
@@ -405,3 +406,169 @@ def test_bad_input_is_refused_with_a_clear_error():
         al.logit_lens(params, config, np.zeros(9, dtype=int))
     with pytest.raises(ValueError, match="empty"):
         al.logit_lens(params, config, np.zeros(0, dtype=int))
+
+
+# ---------------------------------------------------------------- direct logit attribution
+
+DLA_CONFIGS = dict(LENS_CONFIGS, **{
+    "rms_no_biases": GPTConfig(9, 7, 8, 2, 2, d_ff=12, norm="rms", attention_biases=False),
+    "attention_only_grouped": GPTConfig(9, 7, 8, 2, 4, n_kv_heads=1, attention_only=True,
+                                        positions="rope"),
+})
+
+
+def _rms(x, gain, eps=1e-5):
+    return x / np.sqrt((x**2).mean(axis=-1, keepdims=True) + eps) * gain
+
+
+def reference_components(params, config, seq):
+    """One sequence, block by block: every part written into the residual stream (T, d),
+    named as direct_logit_attribution names them, and the stream they add up to."""
+    p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
+    T, e = len(seq), config.d_head
+    g = config.n_heads // config.kv_heads
+
+    def norm(x, name):
+        if config.norm == "rms":
+            return _rms(x, p[name + ".gamma"])
+        return _ln(x, p[name + ".gamma"], p[name + ".beta"])
+
+    x = p["wte"][seq].copy()
+    if config.positions == "learned":
+        x += p["wpe"][:T]
+    parts = {"embed": x.copy()}
+    for layer in range(config.n_layers):
+        b = f"blocks.{layer}."
+        a = norm(x, b + "ln1")
+        q, k, v = (a @ p[b + f"attn.w_{m}"] + p.get(b + f"attn.b_{m}", 0.0) for m in "qkv")
+        added = np.zeros_like(x)
+        for i in range(config.n_heads):
+            qi = q[:, i * e:(i + 1) * e]
+            kv = slice((i // g) * e, (i // g + 1) * e)
+            ki, vi = k[:, kv], v[:, kv]
+            if config.positions == "rope":
+                qi, ki = _rotate(qi), _rotate(ki)
+            head = reference_attention(qi, ki, vi, causal=True)[0]
+            written = head @ p[b + "attn.w_o"][i * e:(i + 1) * e]  # its rows of W_O
+            parts[f"L{layer + 1} H{i + 1}"] = written
+            added += written
+        if b + "attn.b_o" in p:
+            parts[f"L{layer + 1} attn bias"] = np.tile(p[b + "attn.b_o"], (T, 1))
+            added += p[b + "attn.b_o"]
+        x = x + added
+        if not config.attention_only:
+            a2 = norm(x, b + "ln2")
+            ff = _gelu(a2 @ p[b + "ff.w1"] + p[b + "ff.b1"]) @ p[b + "ff.w2"] + p[b + "ff.b2"]
+            parts[f"L{layer + 1} FF"] = ff
+            x = x + ff
+    return parts, x
+
+
+def reference_attribution(params, config, seq):
+    """Each part's share of the right next token's logit, position by position, through the
+    final norm with its scale frozen at the whole stream's value."""
+    p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
+    parts, stream = reference_components(params, config, seq)
+    w_out = p["wte"].T if config.tie_embeddings else p["w_out"]
+    gamma = p["ln_f.gamma"]
+    out = {name: np.zeros(len(seq) - 1) for name in parts}
+    if config.norm == "layer":
+        out["final norm bias"] = np.zeros(len(seq) - 1)
+    for t in range(len(seq) - 1):
+        w = w_out[:, seq[t + 1]]  # the right next token's column of the read-out
+        x = stream[t]
+        if config.norm == "layer":
+            sigma = math.sqrt(math.fsum((x - x.mean()) ** 2) / len(x) + 1e-5)
+        else:
+            sigma = math.sqrt(math.fsum(x**2) / len(x) + 1e-5)
+        for name, c in parts.items():
+            row = c[t] - c[t].mean() if config.norm == "layer" else c[t]
+            out[name][t] = math.fsum(row[j] * gamma[j] * w[j] for j in range(len(w))) / sigma
+        if config.norm == "layer":
+            out["final norm bias"][t] = math.fsum(p["ln_f.beta"] * w)
+    return out
+
+
+@pytest.mark.parametrize("name", DLA_CONFIGS)
+def test_attribution_equals_the_position_by_position_reference(name):
+    config = DLA_CONFIGS[name]
+    params = _random_params(config, seed=4)
+    tokens = np.array([[1, 4, 0, 8, 2, 2, 7], [3, 3, 5, 1, 0, 4, 6]])
+    got = al.direct_logit_attribution(params, config, tokens)
+    for b in range(2):
+        want = reference_attribution(params, config, tokens[b])
+        assert list(got) == list(want)  # the same parts, in the same order
+        for part in want:
+            assert got[part].shape == (2, 6) and got[part].dtype == np.float64
+            np.testing.assert_allclose(got[part][b], want[part], rtol=1e-9, atol=1e-11,
+                                       err_msg=part)
+        single = al.direct_logit_attribution(params, config, tokens[b])  # ids of shape (T,)
+        for part in want:
+            np.testing.assert_allclose(single[part], got[part][b], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", DLA_CONFIGS)
+def test_the_parts_add_up_to_the_models_logit_of_the_right_token(name):
+    # With the final norm's scale frozen at the stream's own value the decomposition is
+    # exact: embedding + heads + biases + feed-forward layers (+ the norm's beta) = logit.
+    config = DLA_CONFIGS[name]
+    params = _random_params(config, seed=5)
+    tokens = np.array([[0, 1, 2, 3, 4, 5, 6], [8, 7, 6, 5, 4, 3, 2]])
+    parts = al.direct_logit_attribution(params, config, tokens)
+    logits = al.gpt_logits(params, config, tokens)  # float64 parameters: float64 logits
+    right = np.take_along_axis(logits[:, :-1], tokens[:, 1:, None], axis=-1)[..., 0]
+    total = sum(parts.values())
+    np.testing.assert_allclose(total, right, rtol=1e-11, atol=1e-11)
+    others = total - parts["embed"]
+    np.testing.assert_allclose(others + parts["embed"], right, rtol=1e-11, atol=1e-11)
+    heads = [f"L{layer + 1} H{i + 1}" for layer in range(config.n_layers)
+             for i in range(config.n_heads)]
+    assert [n for n in parts if " H" in n] == heads
+    assert ("final norm bias" in parts) == (config.norm == "layer")
+    assert any("attn bias" in n for n in parts) == config.attention_biases
+    assert any(n.endswith(" FF") for n in parts) == (not config.attention_only)
+
+
+def test_attribution_of_float32_parameters_is_float64_and_near_the_float32_logits():
+    config = DLA_CONFIGS["learned"]
+    p32 = {k: a.astype(np.float32) for k, a in _random_params(config, seed=6).items()}
+    tokens = [[1, 2, 3, 4, 5, 6, 7]]
+    parts = al.direct_logit_attribution(p32, config, tokens)
+    assert all(c.dtype == np.float64 for c in parts.values())
+    logits = al.gpt_logits(p32, config, tokens)
+    right = logits[0, np.arange(6), tokens[0][1:]]
+    np.testing.assert_allclose(sum(parts.values())[0], right, rtol=1e-4, atol=1e-4)
+    p64 = {k: a.astype(np.float64) for k, a in p32.items()}  # the same numbers, in float64
+    want = al.direct_logit_attribution(p64, config, tokens)
+    for part in want:
+        np.testing.assert_allclose(parts[part], want[part], rtol=1e-12, atol=1e-12)
+
+
+def test_a_part_that_writes_nothing_contributes_nothing():
+    config = DLA_CONFIGS["learned"]
+    params = _random_params(config, seed=7)
+    params["blocks.1.attn.w_o"][4:8] = 0.0  # head 2 of layer 2 (d_head 4): rows 4-7 of W_O
+    parts = al.direct_logit_attribution(params, config, [1, 2, 3, 4])
+    assert np.array_equal(parts["L2 H2"], np.zeros(3))
+    assert not np.allclose(parts["L2 H1"], 0)
+
+
+def test_attribution_refuses_what_it_cannot_split():
+    config = DLA_CONFIGS["learned"]
+    params = al.init_gpt(config)
+    with pytest.raises(ValueError, match="T >= 2"):
+        al.direct_logit_attribution(params, config, [3])
+    with pytest.raises(ValueError, match="context is 7"):
+        al.direct_logit_attribution(params, config, np.zeros(8, dtype=int))
+    with pytest.raises(ValueError, match="outside 0..8"):
+        al.direct_logit_attribution(params, config, [1, 9])
+    with pytest.raises(TypeError, match="ids has dtype float64"):
+        al.direct_logit_attribution(params, config, [1.0, 2.0])
+    post = GPTConfig(9, 7, 8, 2, 2, d_ff=12, norm_position="post")
+    with pytest.raises(ValueError, match="norm_position='post'"):
+        al.direct_logit_attribution(al.init_gpt(post), post, [1, 2, 3])
+    decoder = GPTConfig(11, 8, 12, 1, 3, cross_attention=True)
+    with pytest.raises(ValueError, match="cross_attention"):
+        al.direct_logit_attribution(al.init_gpt(decoder), decoder, [1, 2])
+    with pytest.raises(TypeError, match="expected a GPTConfig"):
+        al.direct_logit_attribution(params, config.as_dict(), [1, 2])
