@@ -13,6 +13,11 @@ Alt text with numbers: a figure's alt text lives in its cell's metadata
 names (as in the prose), gets ``mystnb.image.alt`` filled in here from the
 values those names hold once the whole notebook has run, so the alt text quotes
 the numbers the figure is drawn from.
+
+Widgets: a cell that shows ipywidgets sliders is stored without their view (a view
+names a widget of the kernel that ran it, which no stored file has). Such a cell is
+tagged ``nbval-ignore-output``: nbval follows no Output widget, so there the figure
+drawn inside it arrives as a plain output of the cell.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ALT_TEMPLATE = "image_alt_eval"
 EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_]\w*)`")
 _MARK = "alt-text values: "
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
 def alt_names(cells: list[dict]) -> list[str]:
@@ -54,6 +60,18 @@ def fill_alt_texts(cells: list[dict], values: dict[str, str]) -> int:
     return filled
 
 
+def drop_widget_views(cells: list[dict]) -> int:
+    """Remove every output that shows a widget from these cells; return how many."""
+    dropped = 0
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = [o for o in cell.get("outputs", []) if WIDGET_VIEW not in o.get("data", {})]
+        dropped += len(cell["outputs"]) - len(kept)
+        cell["outputs"] = kept
+    return dropped
+
+
 def _values_cell(names: list[str]) -> nbformat.NotebookNode:
     source = ("import json as _json\n"
               f"print({_MARK!r} + _json.dumps({{n: globals()[n] for n in {names!r}}}))")
@@ -65,11 +83,15 @@ def execute(path: Path, timeout: int = 600) -> None:
     names = alt_names(nb.cells)
     if names:  # read the names' values at the end of the run, then drop the extra cell
         nb.cells.append(_values_cell(names))
-    # No widget state is stored: the book shows no widget (its controls are browser-side),
-    # and a state left in the file would only weigh on every copy of it.
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
+    # nbclient keeps the widgets' state while it runs: it writes what a cell draws inside
+    # an Output widget (an ipywidgets slider's figure) there, and without that store it
+    # fails on the first one. Neither the state nor a widget's view is stored: a view
+    # shows a widget of a running kernel, which a stored file has not (GitHub and the
+    # plain copies would show nothing, JupyterLab "model not found" before the cell runs).
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     nb.metadata.pop("widgets", None)
+    drop_widget_views(nb.cells)
     if names:
         extra = nb.cells.pop()
         text = "".join(o.get("text", "") for o in extra.outputs if o.get("name") == "stdout")

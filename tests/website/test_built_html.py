@@ -361,3 +361,19 @@ def test_chapters_link_to_the_source_audit_instead_of_auditing(html_root):
     linking = [name for name in PAGES if name.startswith("chapters/")
                and 'href="../source_audit.html#audit-' in page(html_root, name)]
     assert len(linking) >= 10
+
+
+WIDGET_TRACE = re.compile(r"application/vnd\.jupyter\.widget|jupyter-widgets|widget-view|"
+                          r"Loading widget", re.I)
+
+
+@pytest.mark.parametrize("name", [p for p in PAGES if p.startswith("chapters/")])
+def test_no_dead_widget_on_the_website(html_root, name):
+    """The ipywidgets sliders need a kernel: the website shows no trace of their views
+    (the page's own controls stand for them there). Code shown on the page may name them,
+    so the check reads the page outside code blocks."""
+    html = re.sub(r'<div class="highlight[^"]*">.*?</div>', "", page(html_root, name),
+                  flags=re.S)
+    html = re.sub(r"<code[^>]*>.*?</code>", "", html, flags=re.S)
+    found = WIDGET_TRACE.findall(html)
+    assert not found, f"{name}.html carries widget traces: {sorted(set(found))}"
