@@ -65,3 +65,17 @@ def reference_attention(q, k, v, mask=None, causal=False):
             for c in range(d_v):
                 output[(*b, i, c)] = math.fsum(row[j] * vb[j][c] for j in range(n_k))
     return output, weights
+
+
+def rotate_reference(x):
+    """Rotary positions written from the definition, on rows ``(n, d)``: pair i at position
+    p turns by p * 10000^(-2i/d)."""
+    n, d = x.shape
+    out = np.empty_like(x)
+    for p in range(n):
+        for i in range(d // 2):
+            theta = p * 10000.0 ** (-2 * i / d)
+            c, s = math.cos(theta), math.sin(theta)
+            a, b = x[p, 2 * i], x[p, 2 * i + 1]
+            out[p, 2 * i], out[p, 2 * i + 1] = c * a - s * b, s * a + c * b
+    return out

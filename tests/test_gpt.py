@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from reference import reference_attention
+from reference import reference_attention, rotate_reference
 
 import attention_lib as al
 from attention_lib.gpt import GPTConfig, gpt_parameter_shapes
@@ -37,19 +37,6 @@ def _gelu(h):
     return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
 
 
-def _rotate(x):
-    """Rotary positions written from the definition: pair i at position p turns by
-    p * 10000^(-2i/d)."""
-    n, d = x.shape
-    out = np.empty_like(x)
-    for p in range(n):
-        for i in range(d // 2):
-            theta = p * 10000.0 ** (-2 * i / d)
-            c, s = math.cos(theta), math.sin(theta)
-            a, b = x[p, 2 * i], x[p, 2 * i + 1]
-            out[p, 2 * i], out[p, 2 * i + 1] = c * a - s * b, s * a + c * b
-    return out
-
 
 def reference_logits(params, config, tokens):
     """One sequence at a time, one head at a time, through the loop reference of attention."""
@@ -69,7 +56,7 @@ def reference_logits(params, config, tokens):
                 cols = slice(i * config.d_head, (i + 1) * config.d_head)
                 qi, ki = q[:, cols], k[:, cols]
                 if config.positions == "rope":
-                    qi, ki = _rotate(qi), _rotate(ki)
+                    qi, ki = rotate_reference(qi), rotate_reference(ki)
                 heads.append(reference_attention(qi, ki, v[:, cols], causal=True)[0])
             x = x + np.concatenate(heads, axis=1) @ p[b + "attn.w_o"] + p[b + "attn.b_o"]
             if not config.attention_only:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import reference_attention
+from reference import reference_attention, rotate_reference
 
 import attention_lib as al
 from attention_lib.gpt import GPTConfig, gpt_parameter_shapes
@@ -270,18 +270,6 @@ def _gelu(h):
     return 0.5 * h * (1 + np.tanh(math.sqrt(2 / math.pi) * (h + 0.044715 * h**3)))
 
 
-def _rotate(x):
-    """Rotary positions from the definition: pair i at position p turns by p 10000^(-2i/e)."""
-    n, d = x.shape
-    out = np.empty_like(x)
-    for p in range(n):
-        for i in range(d // 2):
-            theta = p * 10000.0 ** (-2 * i / d)
-            c, s = math.cos(theta), math.sin(theta)
-            a, b = x[p, 2 * i], x[p, 2 * i + 1]
-            out[p, 2 * i], out[p, 2 * i + 1] = c * a - s * b, s * a + c * b
-    return out
-
 
 def _log_softmax(z):
     out = np.empty_like(z)
@@ -295,30 +283,8 @@ def _log_softmax(z):
 def reference_lens(params, config, seq):
     """One sequence, one block at a time: the stream after each, read out through ln_f."""
     p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
-    T, e = len(seq), config.d_head
-    g = config.n_heads // config.kv_heads
     w_out = p["wte"].T if config.tie_embeddings else p["w_out"]
-    x = p["wte"][seq].copy()
-    if config.positions == "learned":
-        x += p["wpe"][:T]
-    streams = [x]
-    for layer in range(config.n_layers):
-        b = f"blocks.{layer}."
-        a = _ln(x, p[b + "ln1.gamma"], p[b + "ln1.beta"])
-        q, k, v = (a @ p[b + f"attn.w_{m}"] + p[b + f"attn.b_{m}"] for m in "qkv")
-        heads = []
-        for i in range(config.n_heads):
-            qi = q[:, i * e:(i + 1) * e]
-            kv = slice((i // g) * e, (i // g + 1) * e)
-            ki, vi = k[:, kv], v[:, kv]
-            if config.positions == "rope":
-                qi, ki = _rotate(qi), _rotate(ki)
-            heads.append(reference_attention(qi, ki, vi, causal=True)[0])
-        x = x + np.concatenate(heads, axis=1) @ p[b + "attn.w_o"] + p[b + "attn.b_o"]
-        if not config.attention_only:
-            a2 = _ln(x, p[b + "ln2.gamma"], p[b + "ln2.beta"])
-            x = x + _gelu(a2 @ p[b + "ff.w1"] + p[b + "ff.b1"]) @ p[b + "ff.w2"] + p[b + "ff.b2"]
-        streams.append(x)
+    _, streams = reference_components(params, config, seq)
     return np.stack([_log_softmax(_ln(s, p["ln_f.gamma"], p["ln_f.beta"]) @ w_out)
                      for s in streams])
 
@@ -423,7 +389,8 @@ def _rms(x, gain, eps=1e-5):
 
 def reference_components(params, config, seq):
     """One sequence, block by block: every part written into the residual stream (T, d),
-    named as direct_logit_attribution names them, and the stream they add up to."""
+    named as direct_logit_attribution names them, and the stream after the embedding and
+    after each block (the last is what the parts add up to)."""
     p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
     T, e = len(seq), config.d_head
     g = config.n_heads // config.kv_heads
@@ -437,6 +404,7 @@ def reference_components(params, config, seq):
     if config.positions == "learned":
         x += p["wpe"][:T]
     parts = {"embed": x.copy()}
+    streams = [x]
     for layer in range(config.n_layers):
         b = f"blocks.{layer}."
         a = norm(x, b + "ln1")
@@ -447,7 +415,7 @@ def reference_components(params, config, seq):
             kv = slice((i // g) * e, (i // g + 1) * e)
             ki, vi = k[:, kv], v[:, kv]
             if config.positions == "rope":
-                qi, ki = _rotate(qi), _rotate(ki)
+                qi, ki = rotate_reference(qi), rotate_reference(ki)
             head = reference_attention(qi, ki, vi, causal=True)[0]
             written = head @ p[b + "attn.w_o"][i * e:(i + 1) * e]  # its rows of W_O
             parts[f"L{layer + 1} H{i + 1}"] = written
@@ -461,14 +429,16 @@ def reference_components(params, config, seq):
             ff = _gelu(a2 @ p[b + "ff.w1"] + p[b + "ff.b1"]) @ p[b + "ff.w2"] + p[b + "ff.b2"]
             parts[f"L{layer + 1} FF"] = ff
             x = x + ff
-    return parts, x
+        streams.append(x)
+    return parts, streams
 
 
 def reference_attribution(params, config, seq):
     """Each part's share of the right next token's logit, position by position, through the
     final norm with its scale frozen at the whole stream's value."""
     p = {name: np.asarray(a, dtype=np.float64) for name, a in params.items()}
-    parts, stream = reference_components(params, config, seq)
+    parts, streams = reference_components(params, config, seq)
+    stream = streams[-1]
     w_out = p["wte"].T if config.tie_embeddings else p["w_out"]
     gamma = p["ln_f.gamma"]
     out = {name: np.zeros(len(seq) - 1) for name in parts}
