@@ -335,6 +335,8 @@ def test_an_ipywidgets_slider_drives_the_chapters_code(page, capsys):
         # the key went to the slider, not to JupyterLab's notebook shortcuts
         assert page.evaluate("() => document.activeElement.classList.contains('noUi-handle')")
     assert "Error displaying widget" not in box.inner_text()
+    if os.environ.get("LAB_SCREENSHOTS"):  # a folder: what the reader sees, to look at
+        box.screenshot(path=os.path.join(os.environ["LAB_SCREENSHOTS"], "slider.png"))
     median = statistics.median(times)
     verdict = "within" if median <= SLIDER_MEDIAN_MS else "OVER"
     with capsys.disabled():
