@@ -145,17 +145,15 @@ site-tests: $(STAMP)
 # _build/reader-env; `make test` makes it while the other stages run) runs every chapter
 # alone in an empty folder (Colab, and Binder), without the book's build tools; chapter 4
 # in that environment's JupyterLab, driven by Chromium (Run All, raw MyST, numbers,
-# controls). `make lab-tests` runs only the JupyterLab part. The kernels share the CPUs for
-# BLAS as the unit tests' workers do: with a thread per CPU in each of two kernels, chapter
-# 19's training cell took 635 s beside the JupyterLab test instead of about 30 s alone.
+# controls). `make lab-tests` runs only the JupyterLab part.
 READER_ENV ?= $(CURDIR)/_build/reader-env
 reader-env: $(STAMP)
 	$(BIN)/python tools/reader_env.py $(READER_ENV)
 
 env-tests: $(STAMP)
 	@test -f $(READER_ENV)/.ready || $(MAKE) --no-print-directory reader-env
-	READER_ENV=$(READER_ENV) $(SHARED_BLAS) $(BIN)/python -m pytest tests/environments \
-	    -n $(TEST_WORKERS) --dist loadgroup
+	READER_ENV=$(READER_ENV) $(BIN)/python -m pytest tests/environments -n $(TEST_WORKERS) \
+	    --dist loadgroup
 
 lab-tests: $(STAMP)
 	@test -f $(READER_ENV)/.ready || $(MAKE) --no-print-directory reader-env
