@@ -129,6 +129,9 @@ def share_blas(jobs: int, environ=os.environ) -> None:
 def main(argv: list[str]) -> int:
     jobs, rest = _jobs(argv)
     share_blas(jobs)  # before anything imports numpy; the kernels inherit it
+    from kernel_replies import wait_in_slices  # this script's folder is on sys.path
+
+    wait_in_slices()  # before the build forks: a slider cell's reply could wait 300 s
     import jupyter_book.sphinx
     import sphinx.builders
     import sphinx.extension

@@ -31,6 +31,9 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from kernel_replies import wait_in_slices  # noqa: E402
+
 ALT_TEMPLATE = "image_alt_eval"
 EVAL_ROLE = re.compile(r"\{eval\}`([A-Za-z_]\w*)`")
 _MARK = "alt-text values: "
@@ -88,6 +91,7 @@ def execute(path: Path, timeout: int = 600) -> None:
     # fails on the first one. Neither the state nor a widget's view is stored: a view
     # shows a widget of a running kernel, which a stored file has not (GitHub and the
     # plain copies would show nothing, JupyterLab "model not found" before the cell runs).
+    wait_in_slices()  # a slider cell's reply can otherwise wait out the whole timeout
     NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     nb.metadata.pop("widgets", None)

@@ -651,6 +651,11 @@ def execute_values(path: Path, timeout: int = 900) -> dict[str, dict[str, str]]:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from kernel_replies import wait_in_slices
+
+    wait_in_slices()  # a slider cell's reply can otherwise wait out the whole timeout
+
     nb = nbformat.read(path, as_version=4)
     probes: list[str] = []
     run_cells = []

@@ -43,6 +43,10 @@ RUNNER = textwrap.dedent("""
     import nbformat
     from nbclient import NotebookClient
 
+    sys.path.insert(0, sys.argv[2])  # the book's tools/
+    from kernel_replies import wait_in_slices
+
+    wait_in_slices()  # a slider cell's reply could otherwise wait out the 600 s
     path = Path(sys.argv[1])
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3",
@@ -85,8 +89,9 @@ def test_the_reader_environment_has_todays_library(binder_env):
 
 
 def _run(python: Path, notebook: Path, workers: int) -> dict:
-    result = subprocess.run([str(python), "-c", RUNNER, str(notebook)], capture_output=True,
-                            text=True, cwd=notebook.parent, env=reader_env.kernel_env(workers))
+    result = subprocess.run([str(python), "-c", RUNNER, str(notebook), str(ROOT / "tools")],
+                            capture_output=True, text=True, cwd=notebook.parent,
+                            env=reader_env.kernel_env(workers))
     assert result.returncode == 0, f"{notebook.name} failed:\n{result.stderr[-4000:]}"
     return json.loads(result.stdout.strip().splitlines()[-1])
 
