@@ -86,7 +86,7 @@ RIGHT = {
 # A mistake a reader makes, and the words the verdict must contain.
 WRONG = {
     "qkv_projection": (lambda x, wq, wk, wv: (x @ wq, x @ wq, x @ wv), "item 2"),
-    "attention": (lambda q, k, v: _softmax(q @ k.T) @ v, "queries"),
+    "attention": (lambda q, k, v: _softmax(q @ k.T) @ v, "3 queries and 5 keys, d_k = 4"),
     "softmax": (lambda z: np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True), "large scores"),
     "causal_attention": (lambda q, k, v: _attention(q, k, v), "5 queries"),
     "split_heads": (lambda x, h: x.reshape(h, x.shape[0], -1), "into 2 heads"),
