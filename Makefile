@@ -197,8 +197,9 @@ train-model: $(STAMP)
 	$(BIN)/python -m pytest tests/test_gpt_stored.py --retrain
 
 # Trains chapter 20's induction model from six seeds (about two minutes) and stores what each
-# reached, attention_lib/data/induction_seeds.json; then trains seed 1 again and compares it
-# with its stored row (pytest --retrain).
+# reached, attention_lib/data/induction_seeds.json, and seed 0's weights,
+# attention_lib/data/induction_model.npz; then trains seed 1 again and compares it with its
+# stored row (pytest --retrain).
 induction-seeds: $(STAMP)
 	$(BIN)/python tools/induction_seeds.py
 	$(BIN)/python -m pytest tests/test_induction_seeds.py --retrain

@@ -13,6 +13,7 @@ import importlib.util
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import attention_lib as al
@@ -35,6 +36,34 @@ def test_the_survey_holds_several_seeds_each_forming_the_heads():
     for r in rows:
         assert r["phase_change_step"] is not None
         assert r["second_half_loss"] < half < r["first_half_loss"], r
+
+
+def test_the_stored_model_is_seed_0s_run():
+    """The stored weights (al.trained_induction_model) reach seed 0's row of the survey on
+    the held-out sequences the training measured (128 of them, seed 0). Chapter 20 trains
+    seed 0 in every build and checks its weights against these."""
+    params, config = al.trained_induction_model()
+    assert config == al.induction_config(2)
+    row = {r["seed"]: r for r in al.induction_seed_survey()}[0]
+    scores = al.induction_scores(params, config, n_sequences=128, seed=0)
+    measured = {"first_half_loss": scores.first_half_loss,
+                "second_half_loss": scores.second_half_loss,
+                "previous_token": scores.previous_token[0].max(),
+                "induction": scores.induction[1].max()}
+    for key, value in measured.items():
+        assert value == pytest.approx(row[key], abs=1e-4), key
+
+
+def test_the_stored_model_is_checked_when_read(monkeypatch, tmp_path):
+    from attention_lib.training import induction
+
+    params, _ = al.trained_induction_model()
+    params["wte"] = params["wte"][:, :16]
+    (tmp_path / "data").mkdir()
+    np.savez(tmp_path / "data" / induction.MODEL_FILE, **params)
+    monkeypatch.setattr("importlib.resources.files", lambda package: tmp_path)
+    with pytest.raises(ValueError, match="wte"):
+        al.trained_induction_model()
 
 
 @pytest.mark.retrains

@@ -2,7 +2,10 @@
 
     make induction-seeds        # or: python tools/induction_seeds.py
 
-Writes attention_lib/data/induction_seeds.json, which ``al.induction_seed_survey()`` reads:
+Writes attention_lib/data/induction_model.npz, seed 0's trained weights, which
+``al.trained_induction_model()`` reads (chapter 20 trains seed 0 and checks that its weights
+are these; later chapters read them), and attention_lib/data/induction_seeds.json, which
+``al.induction_seed_survey()`` reads:
 for each seed of the two-layer model, the step at which the held-out loss on the second
 copy fell below half of log 64 (``InductionLog.phase_change_step``) and, after the last
 step, the held-out losses on the two copies and the best head scores of each layer. The
@@ -17,11 +20,14 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
+
 import attention_lib as al
 from attention_lib.measure import cpu_description
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "attention_lib" / "data" / "induction_seeds.json"
+MODEL = ROOT / "attention_lib" / "data" / "induction_model.npz"
 SEEDS = range(6)
 
 
@@ -37,7 +43,15 @@ def seed_record(seed: int) -> dict:
             "seconds": round(time.perf_counter() - start, 1)}
 
 
+def store_model() -> None:
+    """Train seed 0's two-layer model and write its float64 weights."""
+    params, _ = al.train_induction_model(n_layers=2, seed=0)
+    np.savez_compressed(MODEL, **params)
+    print(f"wrote {MODEL.relative_to(ROOT)}")
+
+
 def main() -> None:
+    store_model()
     rows = []
     for seed in SEEDS:
         rows.append(seed_record(seed))

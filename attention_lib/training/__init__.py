@@ -92,6 +92,7 @@ from .induction import (  # noqa: F401
     induction_scores,
     induction_seed_survey,
     train_induction_model,
+    trained_induction_model,
 )
 from .loop import Task, TrainingResult, init_params, train  # noqa: F401
 from .model_file import (  # noqa: F401

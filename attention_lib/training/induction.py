@@ -44,7 +44,8 @@ from ..model.stack import stack_forward
 from .data import InductionData, make_induction_data
 
 __all__ = ["InductionLog", "InductionScores", "head_ablation_losses", "induction_config",
-           "induction_scores", "induction_seed_survey", "train_induction_model"]
+           "induction_scores", "induction_seed_survey", "train_induction_model",
+           "trained_induction_model"]
 
 # The task and the model of the book.
 VOCAB_SIZE = 64
@@ -392,6 +393,42 @@ def train_induction_model(n_layers: int = 2, seed: int = 0, *, steps: int = STEP
         induction=np.stack([m.induction for m in measured]),
         settings=settings, seconds=gpt_log.seconds)
     return params, config, log
+
+
+MODEL_FILE = "induction_model.npz"
+
+
+def trained_induction_model() -> tuple[dict[str, np.ndarray], GPTConfig]:
+    r"""Chapter 20's two-layer model as trained there (seed 0), read from the package's data.
+
+    ``attention_lib/data/induction_model.npz`` holds the float64 weights that
+    ``train_induction_model(n_layers=2, seed=0)`` returns, written by
+    ``tools/induction_seeds.py``. Chapter 20 trains the model in the page and checks that
+    its weights are these; later chapters read them instead of training again.
+
+    Returns
+    -------
+    params : dict of str to numpy.ndarray
+        float64, checked against the configuration (names, shapes, finite).
+    config : GPTConfig
+        :func:`induction_config` of 2 layers.
+
+    Examples
+    --------
+    >>> params, config = trained_induction_model()
+    >>> config.n_layers, config.n_heads, params["wte"].shape, params["wte"].dtype
+    (2, 2, (64, 32), dtype('float64'))
+    """
+    import io
+    from importlib import resources
+
+    data = resources.files("attention_lib").joinpath("data", MODEL_FILE).read_bytes()
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        params = {name: arrays[name] for name in arrays.files}
+    config = induction_config(2)
+    if check_params(params, config) != np.float64:
+        raise ValueError(f"{MODEL_FILE}: the stored weights are not float64")
+    return params, config
 
 
 SURVEY_FILE = "induction_seeds.json"
