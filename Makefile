@@ -23,7 +23,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds tokens-comparison clean distclean
+.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds coreference-model tokens-comparison clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -36,6 +36,7 @@ help:
 	@echo "make bench-store  the same, writing the packaged results the chapters read"
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
 	@echo "make induction-seeds  train chapter 20's induction model from six seeds, store the table"
+	@echo "make coreference-model  train chapter 21's coreference encoder, store it in the package"
 	@echo "make tokens-comparison  train chapter 12's character and BPE models, store what they reach"
 	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
@@ -203,6 +204,13 @@ train-model: $(STAMP)
 induction-seeds: $(STAMP)
 	$(BIN)/python tools/induction_seeds.py
 	$(BIN)/python -m pytest tests/test_induction_seeds.py --retrain
+
+# Trains chapter 21's coreference encoder (under a minute) and stores it,
+# attention_lib/data/coreference_model.npz; then trains it again and compares the weights
+# with the file (pytest --retrain).
+coreference-model: $(STAMP)
+	$(BIN)/python tools/coreference_model.py
+	$(BIN)/python -m pytest tests/test_coreference_stored.py --retrain
 
 # Trains chapter 12's character model and BPE model with the same compute (about six minutes)
 # and stores what each reached, attention_lib/data/tokens_comparison.json; then trains both

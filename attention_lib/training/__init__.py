@@ -75,6 +75,7 @@ from .coreference import (  # noqa: F401
     coreference_loss_and_grads,
     init_coreference_model,
     train_coreference_model,
+    trained_coreference_model,
 )
 from .data import (  # noqa: F401
     InductionData,

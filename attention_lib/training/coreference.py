@@ -44,7 +44,7 @@ import numpy as np
 from .._validation import index, non_empty, one_of, positive_int, positive_scale, sentence_list
 from ..attention import scaled_scores
 from ..masks import padding_mask
-from ..model.config import GPTConfig, check_head_mask
+from ..model.config import GPTConfig, check_head_mask, check_params
 from ..model.hooks import capture_hooks, head_scale_hooks, merge_hooks
 from ..model.loss import cross_entropy
 from ..model.params import init_stacks
@@ -52,7 +52,8 @@ from ..model.stack import StackRun, stack_backward, stack_forward
 from .loop import train_small_model
 
 __all__ = ["CoreferenceModel", "coreference_config", "coreference_examples",
-           "coreference_loss_and_grads", "init_coreference_model", "train_coreference_model"]
+           "coreference_loss_and_grads", "init_coreference_model", "train_coreference_model",
+           "trained_coreference_model"]
 
 AGENTS = ("animal", "dog", "cat", "horse", "cow", "fox", "sheep", "goat", "child", "boy",
           "girl", "man")
@@ -537,3 +538,43 @@ def train_coreference_model(seed: int = 0, *, steps: int = STEPS,
         len(train.it), seed=seed, steps=steps, progress=progress,
         settings={"config": config.as_dict(), "init_std": INIT_STD})
     return CoreferenceModel(params, config, model.vocabulary, log)
+
+
+MODEL_FILE = "coreference_model.npz"
+
+
+def trained_coreference_model() -> CoreferenceModel:
+    r"""Chapter 21's encoder as trained there (seed 0), read from the package's data.
+
+    ``attention_lib/data/coreference_model.npz`` holds the weights that
+    ``train_coreference_model(seed=0)`` returns (float32 numbers, as that function rounds
+    them) and its training loss at every step, written by ``tools/coreference_model.py``.
+    Chapter 21 trains the model in the page and checks that its weights are these; later
+    chapters read them instead of training again.
+
+    Returns
+    -------
+    CoreferenceModel
+        float64 weights checked against :func:`coreference_config`; ``log`` holds
+        ``"train_loss"`` (one per step).
+
+    Examples
+    --------
+    >>> model = trained_coreference_model()
+    >>> model.predict("The animal didn't cross the street because it was too tired")
+    'animal'
+    """
+    import io
+    from importlib import resources
+
+    data = resources.files("attention_lib").joinpath("data", MODEL_FILE).read_bytes()
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        stored = {name: arrays[name] for name in arrays.files}
+    train_loss = stored.pop("log.train_loss", None)
+    if train_loss is None or train_loss.ndim != 1:
+        raise ValueError(f"{MODEL_FILE}: no training loss (log.train_loss, one per step)")
+    params = {name: a.astype(np.float64) for name, a in stored.items()}
+    config = coreference_config()
+    check_params(params, config)
+    return CoreferenceModel(params, config, _vocabulary(),
+                            {"train_loss": train_loss.astype(np.float64)})
