@@ -397,6 +397,35 @@ def _ov_circuit_cases() -> list[_Case]:
     return cases
 
 
+def _restored_fraction_ref(clean, corrupt, patched):
+    n = len(clean)
+    mean_clean = sum(float(x) for x in clean) / n  # each run's mean over the pairs, first
+    mean_corrupt = sum(float(x) for x in corrupt) / n
+    mean_patched = sum(float(x) for x in patched) / n
+    return np.float64((mean_patched - mean_corrupt) / (mean_clean - mean_corrupt))
+
+
+def _restored_fraction_cases() -> list[_Case]:
+    r = _rng(15)
+    inputs = [
+        ("3 pairs whose clean and corrupt runs differ by 4 in each",
+         [3.0, 2.0, 1.5], [-1.0, -2.0, -2.5], [1.0, 0.0, 0.5]),
+        ("4 pairs, one whose clean and corrupt runs differ by only 0.01",
+         [5.0, 4.0, 6.0, 0.51], [-5.0, -4.0, -6.0, 0.5], [0.0, 1.0, -2.0, 0.9]),
+        ("2 pairs patched past the clean run (more than 1 restored)",
+         [2.0, 3.0], [-2.0, -1.0], [4.0, 5.0]),
+        ("a single pair", [8.0], [-6.0], [1.0]),
+    ]
+    clean = r.normal(6.0, 3.0, size=500)
+    corrupt = -r.normal(6.0, 3.0, size=500)
+    inputs.append(("500 random pairs", clean, corrupt, corrupt + r.random(500) * (clean - corrupt)))
+    cases = []
+    for name, *arrays in inputs:
+        args = tuple(np.asarray(a, dtype=np.float64) for a in arrays)
+        cases.append(_Case(name, args, _restored_fraction_ref(*args)))
+    return cases
+
+
 _TASKS: dict[str, _Task] = {
     "qkv_projection": _Task(
         "fn(x, w_q, w_k, w_v) -> (q, k, v): the rows of x times each weight matrix",
@@ -478,6 +507,12 @@ _TASKS: dict[str, _Task] = {
         "i*e:(i+1)*e of w_o; entry [i, a, b] is what token a, attended to, adds to the logit "
         "of token b through the tied read-out w_e.T",
         _ov_circuit_cases),
+    "restored_fraction": _Task(
+        "fn(clean, corrupt, patched) -> float: the fraction of the logit difference a patch "
+        "restores, (mean(patched) - mean(corrupt)) / (mean(clean) - mean(corrupt))",
+        "take each run's mean over the pairs first, then one ratio; a mean of each pair's "
+        "own fraction lets a pair whose clean and corrupt runs nearly agree swamp the rest",
+        _restored_fraction_cases),
     "top_p": _Task(
         "fn(probs, p) -> probabilities: keep the smallest set of most likely tokens whose "
         "probability reaches p, zero the rest, renormalise",
@@ -582,7 +617,7 @@ def implementation_verdict(fn: Any, task: str) -> str:
         ``"softmax"``, ``"causal_attention"``, ``"split_heads"``, ``"recurrence"``,
         ``"sinusoidal_positions"``, ``"softmax_backward"``, ``"cross_entropy"``,
         ``"layer_norm"``, ``"kv_cache_step"``, ``"online_softmax_merge"``,
-        ``"repeat_kv"``, ``"top_p"``, ``"ov_circuit"``.
+        ``"repeat_kv"``, ``"top_p"``, ``"ov_circuit"``, ``"restored_fraction"``.
 
     Returns
     -------

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ._threads import one_blas_thread
 from ._validation import index_array, non_empty, positive_int
 from .model.config import GPTConfig, check_params
 from .model.hooks import capture_hooks
@@ -774,8 +775,11 @@ def coreference_patching(model: Any, pairs: Sequence[tuple[str, str]],
         return float((patched - corrupt) / gap) + 0.0 if gap != 0 else np.nan  # no -0.0
 
     every = slice(None)
-    heads = np.array([[restored(site, (every, i)) for i in range(h)] for site in head_sites])
-    resid = np.array([[restored(site, (every, j)) for j in range(T)] for site in resid_sites])
+    with one_blas_thread():  # products this small only lose time to more BLAS threads
+        heads = np.array([[restored(site, (every, i)) for i in range(h)]
+                          for site in head_sites])
+        resid = np.array([[restored(site, (every, j)) for j in range(T)]
+                          for site in resid_sites])
     labels = _position_labels(cleans, corrupts, clean_batch.candidates, changed)
     return CoreferencePatching(heads, resid, tuple(resid_sites), labels, len(cleans),
                                float(clean), float(corrupt))

@@ -81,6 +81,8 @@ RIGHT = {
     "repeat_kv": lambda kv, h: np.repeat(kv, h // kv.shape[0], axis=0),
     "top_p": _top_p,
     "ov_circuit": _ov_circuit,
+    "restored_fraction": lambda clean, corrupt, patched: (
+        (np.mean(patched) - np.mean(corrupt)) / (np.mean(clean) - np.mean(corrupt))),
 }
 
 # A mistake a reader makes, and the words the verdict must contain.
@@ -110,6 +112,9 @@ WRONG = {
     # every head given the whole layer's W_V W_O instead of its own blocks
     "ov_circuit": (lambda w_e, w_v, w_o, h: np.stack([w_e @ w_v @ w_o @ w_e.T] * h),
                    "2 heads"),
+    # the mean of each pair's own fraction: the pair with a tiny gap swamps the others
+    "restored_fraction": (lambda clean, corrupt, patched: np.mean(
+        (patched - corrupt) / (clean - corrupt)), "differ by only 0.01"),
 }
 
 
@@ -132,7 +137,8 @@ def test_a_wrong_function_is_named_with_its_case_and_a_hint(task):
 
 def test_the_tasks_the_chapters_promise_exist():
     for task in ("softmax", "causal_attention", "split_heads", "kv_cache_step",
-                 "online_softmax_merge", "repeat_kv", "top_p", "ov_circuit"):
+                 "online_softmax_merge", "repeat_kv", "top_p", "ov_circuit",
+                 "restored_fraction"):
         assert task in al.implementation_tasks()
 
 
