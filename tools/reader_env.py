@@ -64,8 +64,12 @@ def make(base: Path, root: Path = ROOT) -> tuple[Path, Path]:
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
+    # --no-compile: no .pyc written for every module installed (most never run here); a
+    # module compiles when first imported. This environment is made beside the other test
+    # stages, and the byte-compiling of a whole JupyterLab took CPU from them.
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    "-r", "binder/requirements.txt"], cwd=repo, check=True, env=clean_env())
+                    "--no-compile", "-r", "binder/requirements.txt"], cwd=repo, check=True,
+                   env=clean_env())
     (base / READY).write_text("binder/requirements.txt installed\n", encoding="utf-8")
     return python, repo
 
