@@ -31,6 +31,7 @@ from . import (
     measure,
     model,
     multihead,
+    patching,
     positions,
     pytorch_bridge,
     recurrence,
@@ -68,6 +69,7 @@ _MODULES = (
     tokens,  # ... and its tokens: byte-pair encoding
     gpt,  # Part IV: a whole GPT, its gradients, generation
     interpret,  # after Part VI: how heads compose, what each layer predicts
+    patching,  # where the coreference encoder carries its decision
     pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
 
