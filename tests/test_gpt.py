@@ -196,6 +196,23 @@ def test_cached_greedy_generation_equals_uncached(name):
     assert with_cache[:2].tolist() == [1, 2] and with_cache.shape == (14,)
 
 
+def test_generation_runs_its_hooks_at_every_step_with_and_without_the_cache():
+    config = CONFIGS["learned"]
+    params = _random_params(config, seed=6)
+    push = 20.0 * (params["wte"][5] - params["wte"].mean(axis=0))  # towards token 5
+    hooks = {"blocks.1.resid_post": lambda x: x + push}  # acts on each position alone
+    with_cache = al.generate(params, config, [2, 4], 8, temperature=0, hooks=hooks)
+    without = al.generate(params, config, [2, 4], 8, temperature=0, use_cache=False,
+                          hooks=hooks)
+    np.testing.assert_array_equal(with_cache, without)
+    for t in range(2, 10):  # each token is the argmax of the hooked full forward pass
+        window = with_cache[None, max(0, t - config.context):t]
+        logits = al.gpt_logits(params, config, window, hooks=hooks)[0, -1]
+        assert with_cache[t] == int(np.argmax(logits))
+    plain = al.generate(params, config, [2, 4], 8, temperature=0)
+    assert (with_cache[2:] == 5).all() and not (plain[2:] == 5).all()  # the push steered it
+
+
 def test_greedy_picks_the_largest_logit_of_the_full_model():
     config = CONFIGS["learned"]
     params = _random_params(config, seed=4)

@@ -46,6 +46,25 @@ def test_sequence_loss_predicts_every_token_but_the_first_once():
                                                                                  rel=1e-12)
 
 
+def test_sequence_loss_runs_its_hooks_on_every_window():
+    config = al.GPTConfig(vocab_size=6, context=4, d_model=8, n_layers=1, n_heads=2)
+    rng = np.random.default_rng(1)
+    params = {k: rng.normal(0, 0.5, a.shape) for k, a in al.init_gpt(config).items()}
+    stream = rng.integers(0, 6, 19)
+    hooks = {"blocks.0.ff.hidden": lambda h: np.zeros_like(h)}  # no feed-forward layer
+    total, count = 0.0, 0
+    for s in range(0, 18, 4):
+        window = stream[s:s + 5]
+        logits = al.gpt_logits(params, config, window[None, :-1], hooks=hooks)[0]
+        for t in range(len(window) - 1):
+            z = logits[t]
+            total += math.log(np.exp(z - z.max()).sum()) + z.max() - z[window[t + 1]]
+            count += 1
+    hooked = sequence_loss(params, config, stream, batch_size=3, hooks=hooks)
+    assert hooked == pytest.approx(total / count, rel=1e-12)
+    assert abs(hooked - sequence_loss(params, config, stream)) > 1e-3
+
+
 def _copy_task(seed, n=4000):
     """A stream where every token repeats the one 3 places back: learnable, not by bigrams."""
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._validation import check_flag, positive_int, real_number
 from ..kv_cache import KVCache
+from ..model.hooks import check_hooks
 from ..model.stack import stack_forward
 from .config import GPTConfig, check_params, check_tokens
 
@@ -92,7 +93,7 @@ def next_token_distribution(logits: Any, *, temperature: float = 1.0, top_k: int
 def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_new: int, *,
              temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
              seed: int = 0, use_cache: bool = True,
-             uniform: Callable[[], float] | None = None) -> np.ndarray:
+             uniform: Callable[[], float] | None = None, hooks: Any = None) -> np.ndarray:
     """Continue ``prompt`` by ``n_new`` tokens, one at a time.
 
     Parameters
@@ -117,6 +118,10 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
         ``numpy.random.default_rng(seed)`` (the browser-side generator of
         ``attention_lib.controls`` passes the generator its script uses, so that both
         draw the same tokens).
+    hooks : dict, optional
+        ``{site: function}`` (:func:`~attention_lib.hook_sites`) run at every forward pass,
+        e.g. to steer the model by changing its residual stream while it writes. With the
+        cache, each step's arrays hold only the new position (the first step: the prompt).
 
     Returns
     -------
@@ -159,18 +164,20 @@ def generate(params: dict[str, np.ndarray], config: GPTConfig, prompt: Any, n_ne
     elif not callable(uniform):
         raise TypeError(f"uniform is {type(uniform).__name__}; expected a callable returning "
                         "numbers in [0, 1)")
+    hooks = check_hooks(hooks, config)
     seq = list(tokens[0])
     caches: list[KVCache] | None = None
     for _ in range(n_new):
         window = np.array(seq[-config.context:], dtype=np.int64)
         if not use_cache:
-            logits = stack_forward(params, config, window[None, :]).out[0, -1]
+            logits = stack_forward(params, config, window[None, :], hooks=hooks).out[0, -1]
         elif caches is None or len(seq) > config.context:
             caches = [KVCache(initial_capacity=config.context) for _ in range(config.n_layers)]
-            logits = stack_forward(params, config, window, caches=caches).out  # (V,)
+            logits = stack_forward(params, config, window, caches=caches,
+                                   hooks=hooks).out  # (V,)
         else:  # one new position reads every layer's cache and adds to it
             logits = stack_forward(params, config, window[-1:], caches=caches,
-                                   start=len(seq) - 1).out
+                                   start=len(seq) - 1, hooks=hooks).out
         p = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)
         u = uniform()
         if not 0.0 <= u < 1.0:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import float_dtype, index_array, positive_int, positive_scale
+from ..model.hooks import check_hooks
 from ..model.loss import cross_entropy
 from ..model.stack import stack_forward
 from ..model.train import GPTTrainingLog, check_schedule, learning_rate, train_scheduled
@@ -43,11 +44,13 @@ def lm_windows(stream: np.ndarray, starts: np.ndarray, context: int) -> tuple[np
 
 
 def sequence_loss(params: dict[str, np.ndarray], config: GPTConfig, stream: Any, *,
-                  batch_size: int = 32) -> float:
+                  batch_size: int = 32, hooks: Any = None) -> float:
     """Mean next-token loss (nats per token) over a whole stream, read in windows.
 
     The stream is cut into consecutive windows of ``context + 1`` tokens overlapping by one
     (every token but the first is predicted once, from the earlier tokens of its window).
+    ``hooks`` (``{site: function}``, :func:`~attention_lib.hook_sites`) run at every forward
+    pass: the loss of the model with its activations read or changed there.
 
     Examples
     --------
@@ -58,6 +61,7 @@ def sequence_loss(params: dict[str, np.ndarray], config: GPTConfig, stream: Any,
     check_params(params, config)
     stream = index_array(stream, config.vocab_size, "stream", ndim=1)  # ids checked, not wrapped
     batch_size = positive_int(batch_size, "batch_size")
+    hooks = check_hooks(hooks, config)
     T = config.context
     if stream.size < 2:
         raise ValueError(f"stream has {stream.size} token id; expected at least 2 (the first "
@@ -69,12 +73,12 @@ def sequence_loss(params: dict[str, np.ndarray], config: GPTConfig, stream: Any,
         full = chunk[chunk + T < stream.size]
         if full.size:
             x, y = lm_windows(stream, full, T)
-            loss, _ = cross_entropy(stack_forward(params, config, x).out, y)
+            loss, _ = cross_entropy(stack_forward(params, config, x, hooks=hooks).out, y)
             total += loss * y.size
             count += y.size
         for s in chunk[chunk + T >= stream.size]:  # the last, shorter window
             x, y = stream[None, s:-1], stream[None, s + 1:]
-            loss, _ = cross_entropy(stack_forward(params, config, x).out, y)
+            loss, _ = cross_entropy(stack_forward(params, config, x, hooks=hooks).out, y)
             total += loss * y.size
             count += y.size
     return total / count
