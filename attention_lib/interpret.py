@@ -15,6 +15,8 @@ parameters), one from the weights alone and one from a forward pass:
 - :func:`direct_logit_attribution` splits the logit of the right next token into what
   the embedding, each head, each feed-forward layer and each bias wrote into the
   residual stream, read through the final norm with its scale held at the stream's own;
+- :func:`stream_activations` collects what one site holds at every position of a long
+  text, read in the windows the model's loss reads it in (neurons, features);
 - activation patching, which finds where the coreference encoder carries its decision,
   is in :mod:`attention_lib.patching`.
 
@@ -31,13 +33,13 @@ import numpy as np
 
 from ._validation import index_array, positive_int
 from .model.config import GPTConfig, check_params
-from .model.hooks import capture_hooks
+from .model.hooks import capture_hooks, hook_sites
 from .model.layers import LN_EPS, norm_forward
 from .model.loss import log_softmax
 from .model.stack import read_out, stack_forward
 
 __all__ = ["composition_scores", "direct_logit_attribution", "logit_lens",
-           "shuffled_composition_baseline"]
+           "shuffled_composition_baseline", "stream_activations"]
 
 KINDS = ("q", "k", "v")
 
@@ -456,3 +458,76 @@ def direct_logit_attribution(params: dict[str, np.ndarray], config: GPTConfig, i
         out["final norm bias"] = w_y @ p["ln_f.beta"]
     return {name: c[0] if single else c for name, c in out.items()}
 
+
+
+def stream_activations(params: dict[str, np.ndarray], config: GPTConfig, stream: Any,
+                       site: str, *, batch_size: int = 32) -> np.ndarray:
+    r"""What one hook site holds at every position of a long token stream.
+
+    Parameters
+    ----------
+    params : dict of str to numpy.ndarray
+        A GPT's parameters, float32 or float64.
+    config : GPTConfig
+        Any configuration without cross-attention.
+    stream : array_like of int, shape (N,)
+        Token ids, any length ``N >= 1``.
+    site : str
+        A site of :func:`~attention_lib.hook_sites` that holds one row per position:
+        ``"embed"``, ``"final"``, ``"logits"`` or a block's ``resid_pre``, ``attn.out``,
+        ``resid_mid``, ``ff.hidden``, ``ff.out``, ``resid_post`` (shape (N, width)), or a
+        block's ``attn.q``, ``attn.k``, ``attn.v``, ``attn.heads`` (shape (N, heads, e)).
+    batch_size : int, default 32
+        Windows run at once (memory, not the result).
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, width) or (N, heads, e)
+        Row ``p`` is the site's activation at position ``p``, in the parameters' dtype.
+
+    Notes
+    -----
+    The stream is read in consecutive windows of ``context`` tokens, ``stream[0:T]``,
+    ``stream[T:2T]``, ... (the last one shorter), the windows in which
+    :func:`~attention_lib.sequence_loss` scores it: position ``p`` sees the
+    ``p mod T`` tokens before it in its window. A site's rows are collected with
+    :func:`~attention_lib.capture_hooks`.
+
+    Examples
+    --------
+    >>> from attention_lib import GPTConfig, init_gpt
+    >>> config = GPTConfig(10, 4, 8, 2, 2, d_ff=16)
+    >>> params = init_gpt(config)
+    >>> stream_activations(params, config, np.arange(10) % 10, "blocks.1.ff.hidden").shape
+    (10, 16)
+    >>> stream_activations(params, config, [1, 2, 3, 4, 5], "blocks.0.attn.heads").shape
+    (5, 2, 4)
+    """
+    dtype = _check_model(params, config)
+    tokens = index_array(stream, config.vocab_size, "stream", ndim=1)
+    batch_size = positive_int(batch_size, "batch_size")
+    if not isinstance(site, str) or site not in hook_sites(config):
+        raise ValueError(f"site={site!r} is not a site of this model; expected one of "
+                         "hook_sites(config)")
+    if site.endswith("attn.weights"):
+        raise ValueError(f"site={site!r} holds one row per query and key; expected a site "
+                         "with one row per position (e.g. 'blocks.0.resid_post')")
+    T = config.context
+    starts = np.arange(0, tokens.size, T)
+    full = starts[starts + T <= tokens.size]
+    parts: list[np.ndarray] = []
+
+    def run(x: np.ndarray) -> None:
+        seen: dict[str, np.ndarray] = {}
+        stack_forward(params, config, x, hooks=capture_hooks(seen, [site]))
+        a = seen[site]
+        if a.ndim == 4:  # (B, h, T, e) -> (B, T, h, e)
+            a = a.transpose(0, 2, 1, 3)
+        parts.append(a.reshape((-1,) + a.shape[2:]).astype(dtype, copy=False))
+
+    for first in range(0, full.size, batch_size):
+        chunk = full[first:first + batch_size]
+        run(tokens[chunk[:, None] + np.arange(T)])  # (B, T)
+    if full.size < starts.size:  # the last, shorter window
+        run(tokens[None, starts[-1]:])
+    return np.concatenate(parts)

@@ -542,3 +542,38 @@ def test_attribution_refuses_what_it_cannot_split():
         al.direct_logit_attribution(al.init_gpt(decoder), decoder, [1, 2])
     with pytest.raises(TypeError, match="expected a GPTConfig"):
         al.direct_logit_attribution(params, config.as_dict(), [1, 2])
+
+
+# ---------------------------------------------------------------- a site over a long stream
+
+@pytest.mark.parametrize("site", ["blocks.1.ff.hidden", "blocks.0.resid_post", "embed",
+                                  "blocks.1.attn.heads", "logits"])
+@pytest.mark.parametrize("n", [1, 5, 12, 13])
+def test_stream_activations_reads_each_position_after_the_earlier_tokens_of_its_window(
+        site, n):
+    config = al.GPTConfig(9, 4, 8, 2, 2, d_ff=12)
+    rng = np.random.default_rng(n)
+    params = {k: rng.normal(0, 0.5, a.shape) for k, a in al.init_gpt(config).items()}
+    stream = rng.integers(0, 9, n)
+    got = al.stream_activations(params, config, stream, site, batch_size=2)
+    for p in range(n):  # position p alone, after the tokens before it in its window of 4
+        seen = {}
+        al.gpt_logits(params, config, stream[None, p - p % 4:p + 1],
+                      hooks=al.capture_hooks(seen, [site]))
+        row = seen[site][0, :, -1] if seen[site].ndim == 4 else seen[site][0, -1]
+        np.testing.assert_allclose(got[p], row, rtol=1e-10, atol=1e-12)
+    assert got.shape[0] == n and got.dtype == np.float64
+
+
+def test_stream_activations_keeps_float32_and_refuses_what_it_cannot_read():
+    config = al.GPTConfig(9, 4, 8, 1, 2, d_ff=12)
+    params = al.init_gpt(config)
+    assert al.stream_activations(params, config, [1, 2, 3], "final").dtype == np.float32
+    with pytest.raises(ValueError, match="site='blocks.3.resid_post' is not a site"):
+        al.stream_activations(params, config, [1, 2], "blocks.3.resid_post")
+    with pytest.raises(ValueError, match="one row per query and key"):
+        al.stream_activations(params, config, [1, 2], "blocks.0.attn.weights")
+    with pytest.raises(ValueError, match="stream has an empty axis"):
+        al.stream_activations(params, config, np.array([], dtype=int), "final")
+    with pytest.raises(ValueError, match="stream"):
+        al.stream_activations(params, config, [1, 9], "final")
