@@ -468,26 +468,92 @@ def test_figures_are_sharp_on_a_2x_screen(phone_visit):
 # --- Accessibility: axe-core (bundled with axe-playwright-python, nothing from a CDN) --------
 
 # A theme changes colours and nothing else: the light page gets every rule, the dark page
-# the rules that read colours (both checked whole).
+# the rules that read colours.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 
+# A code block's colours (code cells, their outputs, the API page's examples) come from its
+# kind (the classes of its box) and the class of each token the highlighter marked, and
+# from nothing else on the page: the same kind of token in the same kind of box has the
+# same colours on every page. Checking the contrast of every token of every code block of
+# every page, twice, was most of the website tests' time; the colour rules check instead,
+# besides everything else, a set of code blocks that holds every (box, token class) pair
+# the site has, each on its own page.
+CODE_BLOCK = re.compile(r'<div class="([^"]*)"><div class="highlight"><pre>(.*?)</pre>', re.S)
+TOKEN_CLASS = re.compile(r'<span class="([^"]+)"')
 
-def _serious_violations(page, options: dict) -> list:
+
+def _code_kinds(text: str) -> list[set[tuple[str, str]]]:
+    """Each code block of a built page, in document order: its (box, token class) pairs
+    (the empty class for text outside any token)."""
+    blocks = [{(" ".join(sorted(m.group(1).split())), c)
+               for c in set(TOKEN_CLASS.findall(m.group(2))) | {""}}
+              for m in CODE_BLOCK.finditer(text)]
+    every = text.count('<div class="highlight">')
+    assert len(blocks) == every, (f"{len(blocks)} of {every} code blocks read: the builder's "
+                                  "markup changed, update CODE_BLOCK")
+    return blocks
+
+
+@functools.cache
+def _code_blocks_to_check(html_root: Path) -> dict[str, tuple[int, ...]]:
+    """Per page, the indices (document order) of the code blocks whose colours are checked:
+    chosen greedily until every (box, token class) pair of the site is in one of them."""
+    blocks = {name: _code_kinds((html_root / f"{name}.html").read_text())
+              for name in toc_pages()}
+    left = set().union(*(kinds for page in blocks.values() for kinds in page))
+    chosen: dict[str, list[int]] = {}
+    while left:
+        name, i = max(((n, i) for n, page in blocks.items() for i in range(len(page))),
+                      key=lambda ni: len(blocks[ni[0]][ni[1]] & left))
+        chosen.setdefault(name, []).append(i)
+        left -= blocks[name][i]
+    return {name: tuple(sorted(ii)) for name, ii in chosen.items()}
+
+
+def test_the_code_blocks_checked_for_contrast_hold_every_kind_of_token(html_root):
+    """The blocks the colour rules read hold every (box, token class) pair of the site."""
+    chosen = _code_blocks_to_check(html_root)
+    seen, every = set(), set()
+    for name in toc_pages():
+        kinds = _code_kinds((html_root / f"{name}.html").read_text())
+        every |= set().union(*kinds) if kinds else set()
+        for i in chosen.get(name, ()):
+            seen |= kinds[i]
+    assert every and seen == every
+    assert {"highlight-ipython3 notranslate", "doctest highlight-default notranslate"} <= {
+        box for box, _ in every}  # code cells and the API page's examples were read
+
+
+# Marks the code blocks whose colours the checks below leave out (all but the page's chosen
+# ones); the colour rules' context excludes them.
+MARK_CODE = """keep => document.querySelectorAll('div.highlight').forEach((d, i) => {
+    if (!keep.includes(i)) d.dataset.colourSeen = 'elsewhere'; })"""
+EXCEPT_MARKED_CODE = {"exclude": [['div.highlight[data-colour-seen="elsewhere"]']]}
+
+
+def _serious_violations(page, options: dict, context: dict | None = None) -> list:
     from axe_playwright_python.sync_playwright import Axe
 
-    results = Axe().run(page, options={"resultTypes": ["violations"], **options})
+    results = Axe().run(page, context=context,
+                        options={"resultTypes": ["violations"], **options})
     return [(v["id"], v["impact"], len(v["nodes"]), v["nodes"][0]["target"])
             for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
 
 
-def test_no_serious_accessibility_violation(visit, browser, base_url):
+def test_no_serious_accessibility_violation(visit, browser, base_url, html_root):
     """Every rule, on the light page checked whole as an accessibility checker or a keyboard
     user meets it: a fresh load, every fold open, nothing scrolled (an equation far below,
-    not measured yet, that may be wider than its column has a tab stop). Then the same page,
-    every fold still open, scrolled through, in the dark theme, with the rules that read
-    colours (a theme changes nothing else)."""
+    not measured yet, that may be wider than its column has a tab stop); the colour rules
+    leave out the code blocks but the page's share of a set that holds every kind of
+    token of the site (see above). Then the same page, every fold still open, scrolled
+    through, in the dark theme, with the rules that read colours (a theme changes nothing
+    else), code blocks as in the light theme."""
     v = _checked_whole(browser, base_url, visit.name)
-    serious = _serious_violations(v.page, {})
+    colour_off = {rule: {"enabled": False} for rule in COLOUR_RULES}
+    serious = _serious_violations(v.page, {"rules": colour_off})
+    v.page.evaluate(MARK_CODE, list(_code_blocks_to_check(html_root).get(visit.name, ())))
+    only_colour = {"runOnly": {"type": "rule", "values": COLOUR_RULES}}
+    serious += _serious_violations(v.page, only_colour, EXCEPT_MARKED_CODE)
     # Laid out as a reader who has scrolled through sees it: fitting an equation as it comes
     # near the screen moves what is below it, which would move text under axe's feet.
     _fitted(v)
@@ -495,7 +561,7 @@ def test_no_serious_accessibility_violation(visit, browser, base_url):
         "() => { document.documentElement.dataset.theme = 'dark';"
         " document.documentElement.dataset.mode = 'dark'; }")
     v.page.evaluate(SETTLED)  # the theme's colour transitions end
-    dark = _serious_violations(v.page, {"runOnly": {"type": "rule", "values": COLOUR_RULES}})
+    dark = _serious_violations(v.page, only_colour, EXCEPT_MARKED_CODE)
     v.page.close()
     assert not serious, f"{visit.name} (light, checked whole): {serious}"
     assert not dark, f"{visit.name} (dark, checked whole): {dark}"
