@@ -23,7 +23,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # and every notebook that draws text fails under nbval.
 export MPLCONFIGDIR := $(CURDIR)/$(VENV)/matplotlib
 
-.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds coreference-model tokens-comparison clean distclean
+.PHONY: help book serve test lint unit notebooks executed-tests site-tests lab-tests env-tests reader-env lab bench bench-store bench-site train-model induction-seeds coreference-model sparse-autoencoder tokens-comparison clean distclean
 
 help:
 	@echo "make book   build the website (strict) into _build/html"
@@ -37,6 +37,7 @@ help:
 	@echo "make train-model  train the book's Shakespeare model and store it in the package"
 	@echo "make induction-seeds  train chapter 20's induction model from six seeds, store the table"
 	@echo "make coreference-model  train chapter 21's coreference encoder, store it in the package"
+	@echo "make sparse-autoencoder  train the sparse autoencoder of the Shakespeare model, store it"
 	@echo "make tokens-comparison  train chapter 12's character and BPE models, store what they reach"
 	@echo "make bench-site   Lighthouse (mobile) on every page of the built site, served gzip-compressed"
 	@echo "make clean  remove the built site and caches (distclean also removes .venv)"
@@ -211,6 +212,14 @@ induction-seeds: $(STAMP)
 coreference-model: $(STAMP)
 	$(BIN)/python tools/coreference_model.py
 	$(BIN)/python -m pytest tests/test_coreference_stored.py --retrain
+
+# Reads the Shakespeare model's residual stream after its second block on 2,048 windows of the
+# training text and trains its sparse autoencoder on it (a few minutes), storing it in
+# attention_lib/data/sparse_autoencoder.npz; then trains it again and compares the weights
+# with the file (pytest --retrain).
+sparse-autoencoder: $(STAMP)
+	$(BIN)/python tools/sparse_autoencoder.py
+	$(BIN)/python -m pytest tests/test_sparse_autoencoder.py --retrain
 
 # Trains chapter 12's character model and BPE model with the same compute (about six minutes)
 # and stores what each reached, attention_lib/data/tokens_comparison.json; then trains both

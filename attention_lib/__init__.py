@@ -20,6 +20,7 @@ from . import (
     costs,
     examples,  # noqa: F401 - a namespace (see _NAMESPACES)
     exercises,
+    features,
     gpt,
     gradients,
     implement,
@@ -31,12 +32,14 @@ from . import (
     measure,
     model,
     multihead,
+    neurons,
     patching,
     positions,
     pytorch_bridge,
     recurrence,
     saturation,
     softmax,
+    sparse_autoencoder,
     tiled,
     tiled_backward,
     tokens,
@@ -70,6 +73,9 @@ _MODULES = (
     gpt,  # Part IV: a whole GPT, its gradients, generation
     interpret,  # after Part VI: how heads compose, what each layer predicts
     patching,  # where the coreference encoder carries its decision
+    sparse_autoencoder,  # the residual stream as many sparse features ...
+    features,  # ... what they cost the model, where they fire, clamping one
+    neurons,  # what feed-forward neurons respond to, what removing them costs
     pytorch_bridge,  # the last chapter: the same weights in PyTorch's layouts
 )
 
