@@ -426,6 +426,43 @@ def _restored_fraction_cases() -> list[_Case]:
     return cases
 
 
+def _sae_encode_ref(x, w_enc, b_enc, b_dec):
+    d, m = w_enc.shape
+    out = np.zeros((len(x.reshape(-1, d)), m))
+    for i, row in enumerate(x.reshape(-1, d)):  # a single row (d,) is one row
+        centred = [row[c] - b_dec[c] for c in range(d)]  # x - b_dec, before the product
+        for j in range(m):
+            out[i, j] = max(sum(centred[c] * w_enc[c, j] for c in range(d)) + b_enc[j], 0.0)
+    return out.reshape(m) if x.ndim == 1 else out
+
+
+def _sae_encode_cases() -> list[_Case]:
+    r = _rng(16)
+
+    def case(name, n, d, m, b_dec=True, bound=0.0):
+        """Rows x (n, d), or one row (d,) if n = 0; every pre-activation above ``bound`` if
+        it is positive, below it if negative (b_enc chosen so), either sign if 0."""
+        x, w_enc, b_enc = r.normal(size=(n, d) if n else d), r.normal(size=(d, m)), \
+            r.normal(size=m)
+        b_dec = r.normal(size=d) * 2 if b_dec else np.zeros(d)
+        pre = (x - b_dec).reshape(-1, d) @ w_enc  # (rows, m), before b_enc
+        if bound:
+            b_enc = bound + r.random(m) - pre.min(axis=0) if bound > 0 else \
+                bound - r.random(m) - pre.max(axis=0)
+        return _Case(name, (x, w_enc, b_enc, b_dec), _sae_encode_ref(x, w_enc, b_enc, b_dec))
+
+    shapes = "x of shape (4, 3), w_enc of shape (3, 5)"
+    return [case(f"{shapes}, b_dec = 0 and every pre-activation above 1", 4, 3, 5, False, 1.0),
+            case(f"{shapes}, a nonzero b_dec and every pre-activation above 1", 4, 3, 5,
+                 bound=1.0),
+            case("every pre-activation negative (every feature is 0)", 3, 3, 5, bound=-0.1),
+            case("x of shape (6, 3), w_enc of shape (3, 5), pre-activations of both signs",
+                 6, 3, 5),
+            case("a single row x of shape (3,), w_enc of shape (3, 5) (the features have "
+                 "shape (5,))", 0, 3, 5),
+            case("x of shape (10, 8) into 32 features", 10, 8, 32)]
+
+
 _TASKS: dict[str, _Task] = {
     "qkv_projection": _Task(
         "fn(x, w_q, w_k, w_v) -> (q, k, v): the rows of x times each weight matrix",
@@ -513,6 +550,13 @@ _TASKS: dict[str, _Task] = {
         "take each run's mean over the pairs first, then one ratio; a mean of each pair's "
         "own fraction lets a pair whose clean and corrupt runs nearly agree swamp the rest",
         _restored_fraction_cases),
+    "sae_encode": _Task(
+        "fn(x, w_enc, b_enc, b_dec) -> (n, m): a sparse autoencoder's features "
+        "relu((x - b_dec) @ w_enc + b_enc); a single row x of shape (d,) gives (m,)",
+        "b_dec has a row's length d: subtract it from x before the product with w_enc "
+        "(d, m), add b_enc, then np.maximum(..., 0.0), so a negative pre-activation gives "
+        "exactly 0",
+        _sae_encode_cases),
     "top_p": _Task(
         "fn(probs, p) -> probabilities: keep the smallest set of most likely tokens whose "
         "probability reaches p, zero the rest, renormalise",
@@ -617,7 +661,8 @@ def implementation_verdict(fn: Any, task: str) -> str:
         ``"softmax"``, ``"causal_attention"``, ``"split_heads"``, ``"recurrence"``,
         ``"sinusoidal_positions"``, ``"softmax_backward"``, ``"cross_entropy"``,
         ``"layer_norm"``, ``"kv_cache_step"``, ``"online_softmax_merge"``,
-        ``"repeat_kv"``, ``"top_p"``, ``"ov_circuit"``, ``"restored_fraction"``.
+        ``"repeat_kv"``, ``"top_p"``, ``"ov_circuit"``, ``"restored_fraction"``,
+        ``"sae_encode"``.
 
     Returns
     -------

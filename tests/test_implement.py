@@ -62,6 +62,10 @@ def _ov_circuit(w_e, w_v, w_o, n_heads):
     return w_e @ w_v_heads @ w_o_heads @ w_e.T
 
 
+def _sae_encode(x, w_enc, b_enc, b_dec):
+    return np.maximum((x - b_dec) @ w_enc + b_enc, 0.0)
+
+
 RIGHT = {
     "qkv_projection": lambda x, wq, wk, wv: (x @ wq, x @ wk, x @ wv),
     "attention": _attention,
@@ -83,6 +87,7 @@ RIGHT = {
     "ov_circuit": _ov_circuit,
     "restored_fraction": lambda clean, corrupt, patched: (
         (np.mean(patched) - np.mean(corrupt)) / (np.mean(clean) - np.mean(corrupt))),
+    "sae_encode": _sae_encode,
 }
 
 # A mistake a reader makes, and the words the verdict must contain.
@@ -115,6 +120,7 @@ WRONG = {
     # the mean of each pair's own fraction: the pair with a tiny gap swamps the others
     "restored_fraction": (lambda clean, corrupt, patched: np.mean(
         (patched - corrupt) / (clean - corrupt)), "differ by only 0.01"),
+    "sae_encode": (lambda x, w, b_enc, b_dec: np.maximum(x @ w + b_enc, 0.0), "nonzero b_dec"),
 }
 
 
@@ -133,6 +139,79 @@ def test_a_wrong_function_is_named_with_its_case_and_a_hint(task):
     verdict = al.implementation_verdict(fn, task)
     assert verdict.startswith("not quite: "), verdict
     assert words in verdict and "Hint: " in verdict, verdict
+
+
+def _relu_of(f):
+    """A wrong version that gets the pre-activation right and the nonlinearity ``f`` wrong."""
+    return lambda x, w, b_enc, b_dec: f((x - b_dec) @ w + b_enc)
+
+
+# The usual mistakes in a sparse autoencoder's encoder, each caught by the case made for it.
+SAE_MISTAKES = {
+    "forgets b_dec": (lambda x, w, b_enc, b_dec: np.maximum(x @ w + b_enc, 0.0),
+                      "a nonzero b_dec"),
+    "adds b_dec": (lambda x, w, b_enc, b_dec: np.maximum((x + b_dec) @ w + b_enc, 0.0),
+                   "a nonzero b_dec"),
+    "subtracts b_dec after the product": (
+        lambda x, w, b_enc, b_dec: np.maximum(x @ w - b_dec + b_enc, 0.0),
+        "b_dec = 0 and every pre-activation above 1: the function raised ValueError"),
+    "forgets b_enc": (lambda x, w, b_enc, b_dec: np.maximum((x - b_dec) @ w, 0.0),
+                      "b_dec = 0 and every pre-activation above 1: the result is"),
+    "forgets the ReLU": (_relu_of(lambda z: z), "every pre-activation negative"),
+    "clips at 1e-6": (_relu_of(lambda z: np.maximum(z, 1e-6)), "every pre-activation negative"),
+    "clips at -1": (_relu_of(lambda z: np.maximum(z, -1.0)), "every pre-activation negative"),
+    "takes the absolute value": (_relu_of(np.abs), "every pre-activation negative"),
+    "zeroes below 0.5 instead of 0": (_relu_of(lambda z: np.where(z > 0.5, z, 0.0)),
+                                      "pre-activations of both signs"),
+    "transposes w_enc": (lambda x, w, b_enc, b_dec: np.maximum((x - b_dec) @ w.T + b_enc, 0.0),
+                         "w_enc of shape (3, 5), b_dec = 0"),
+    "multiplies w_enc^T by x^T": (
+        lambda x, w, b_enc, b_dec: np.maximum(w.T @ (x - b_dec).T + b_enc[:, None], 0.0),
+        "b_dec = 0 and every pre-activation above 1: the result has shape (5, 4); expected "
+        "(4, 5)"),
+    "handles only a batch of rows": (
+        lambda x, w, b_enc, b_dec: np.maximum(np.einsum("nd,dm->nm", x - b_dec, w) + b_enc,
+                                              0.0), "a single row x of shape (3,)"),
+    "makes a single row a (1, d) batch": (
+        lambda x, w, b_enc, b_dec: np.maximum((x - b_dec[None]) @ w + b_enc, 0.0),
+        "a single row x of shape (3,), w_enc of shape (3, 5) (the features have shape (5,)): "
+        "the result has shape (1, 5); expected (5,)"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(SAE_MISTAKES))
+def test_each_usual_sae_encoder_mistake_is_named_by_its_case(mistake):
+    fn, words = SAE_MISTAKES[mistake]
+    verdict = al.implementation_verdict(fn, "sae_encode")
+    assert verdict.startswith("not quite: ") and "Hint: b_dec" in verdict, verdict
+    assert words in verdict, verdict
+
+
+def test_the_sae_encoder_cases_hold_what_their_names_say():
+    from attention_lib.implement import _TASKS
+
+    cases = {case.name: case for case in _TASKS["sae_encode"].cases()}
+    assert len(cases) == 6
+    for name, case in cases.items():
+        x, w_enc, b_enc, b_dec = case.args
+        d, m = w_enc.shape
+        assert d != m and b_enc.shape == (m,) and b_dec.shape == (d,)  # w_enc.T fails
+        assert x.dtype == case.expected.dtype == np.float64
+        assert case.expected.shape == x.shape[:-1] + (m,)
+        # each feature by hand, one at a time, agrees with the loop reference
+        pre = np.array([[float(np.dot(row - b_dec, w_enc[:, j]) + b_enc[j]) for j in range(m)]
+                        for row in np.atleast_2d(x)])
+        want = np.atleast_2d(case.expected)
+        assert want == pytest.approx(np.where(pre > 0, pre, 0.0), rel=1e-12, abs=1e-12)
+        if "above 1" in name:
+            assert pre.min() > 1
+        if "negative" in name:
+            assert pre.max() < 0 and not want.any()
+        if "both signs" in name:
+            assert pre.min() < 0 < pre.max()
+        assert not b_dec.any() if "b_dec = 0" in name else np.abs(b_dec).min() > 0
+    single = next(case for name, case in cases.items() if "single row" in name)
+    assert single.args[0].shape == (3,) and single.expected.shape == (5,)
 
 
 def test_the_tasks_the_chapters_promise_exist():
