@@ -96,13 +96,15 @@ def induction_model(seed: int = 0, scale: float = 0.5):
 
 
 KINDS = ["saturation", "query", "retrieval", "causal", "proj", "generator", "induction",
-         "coreference", "translation"]
+         "coreference", "translation", "patching"]
 #: Each kind's asset scripts, in the order the element runs them (after common.js).
 SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
            "retrieval": ("retrieval.js",), "causal": ("causal.js",), "proj": ("projection.js",),
            "generator": ("model.js", "generator.js"), "induction": ("model.js", "induction.js"),
            "coreference": ("model.js", "coreference.js"),
-           "translation": ("model.js", "translation.js")}
+           "translation": ("model.js", "translation.js"),
+           "patching": ("model.js", "patching.js"),
+           "steering": ("model.js", "steering.js")}  # tested in test_controls_steering.py
 
 
 @functools.cache
@@ -126,4 +128,5 @@ def builders(doc):
         "induction": lambda: controls.induction_playground(*induction_model()),
         "coreference": lambda: controls.coreference_explorer(trained_models()[0]),
         "translation": lambda: controls.translation_explorer(trained_models()[1]),
+        "patching": lambda: controls.patching_map(),
     }

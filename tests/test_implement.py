@@ -217,7 +217,7 @@ def test_the_sae_encoder_cases_hold_what_their_names_say():
 def test_the_tasks_the_chapters_promise_exist():
     for task in ("softmax", "causal_attention", "split_heads", "kv_cache_step",
                  "online_softmax_merge", "repeat_kv", "top_p", "ov_circuit",
-                 "restored_fraction"):
+                 "restored_fraction", "sae_encode"):
         assert task in al.implementation_tasks()
 
 

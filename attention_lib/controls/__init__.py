@@ -34,16 +34,25 @@ One module per control, its script beside it in ``assets/``:
   from "it" in every head;
 - :func:`translation_explorer` (``translation``): the trained encoder-decoder of chapter 22
   translates a sentence the reader builds from lists (:func:`parse_translation_source` reads
-  one), and draws a cross-attention head against the gold alignment.
+  one), and draws a cross-attention head against the gold alignment;
+- :func:`feature_steering` (``steering``): the book's GPT writing with one feature of a
+  sparse autoencoder of its residual stream clamped to a value the reader sets, beside the
+  text it writes unchanged with the same seed;
+- :func:`patching_map` (``patching``): activation patching of chapter 21's encoder on one
+  minimal pair (chapter 24): what each head and each position of the residual stream
+  restores, and the run that patches a chosen one (:func:`patching_twin` builds the twin of
+  a sentence the reader types).
 
-The four controls that run a trained model (the generator, the induction playground and the
-two explorers) compute with one engine, ``assets/model.js``: attention, layer norm, the
-feed-forward network, the block, the stack and cached decoding, in double precision with the
-operations of :mod:`attention_lib.model`. Their weights travel as bytes that hold the
-model's numbers exactly (float16 for the book's GPT, float32 for the trained encoder and
-translator, float64 for the induction model), with their length and CRC-32: in the element
-or, on the website, in a file of their own fetched when the reader first starts the control,
-which the page checks before decoding and refuses with a message if it is not the model's.
+The controls that run a trained model (the generator, the induction playground, the two
+explorers, the patching map and feature steering) compute with one engine,
+``assets/model.js``: attention, layer norm, the feed-forward network, the block, the stack,
+cached decoding and sampling, with hooks at the sites of :mod:`attention_lib.model.hooks`
+that the patching map and feature steering use, in double precision with the operations
+of :mod:`attention_lib.model`. Their weights travel as bytes that hold the model's numbers
+exactly (float16 for the book's GPT, float32 for the trained encoder and translator, float64
+for the induction model), with their length and CRC-32: in the element or, on the website,
+in a file of their own fetched when the reader first starts the control, which the page
+checks before decoding and refuses with a message if it is not the model's.
 
 ``element`` holds what they share: :class:`ControlElement`, the markup templates that Python
 and the scripts both fill, the number formatting, the range checks, and the weights and
@@ -62,10 +71,12 @@ from .induction import (
     induction_playground,
     parse_induction_sequence,
 )
+from .patching import patching_map, patching_twin
 from .projection import projection_scale_explorer
 from .query import query_picker
 from .retrieval import SEPARATOR, parse_retrieval_sequence, retrieval_playground
 from .saturation import saturation_explorer
+from .steering import feature_steering
 from .translation import parse_translation_source, translation_explorer
 
 __all__ = [
@@ -75,11 +86,14 @@ __all__ = [
     "causal_stepper",
     "copy_targets",
     "coreference_explorer",
+    "feature_steering",
     "induction_playground",
     "mulberry32",
     "parse_induction_sequence",
-    "parse_translation_source",
     "parse_retrieval_sequence",
+    "parse_translation_source",
+    "patching_map",
+    "patching_twin",
     "projection_scale_explorer",
     "query_picker",
     "retrieval_playground",

@@ -147,10 +147,38 @@ TEMPLATES: dict[str, str] = {
                  'word</th>{heads}</tr></thead><tbody>{rows}</tbody></table>'),
     "align_cell": ('<td class="lc-heat-cell{dark}{gold}" style="--w: {w}" '
                    'data-exact="{exact}">{weight}</td>'),
+    # the patching map: the pair, its runs (clean, corrupt, patched) and a map of what
+    # each site restores, a button per cell
+    "patch_result": ('<p class="lc-pair-shown">clean: <span class="lc-clean">{clean}</span>'
+                     '<br>corrupt: <span class="lc-corrupt">{corrupt}</span></p>\n<p>In the '
+                     'clean sentence “it” is the <strong class="lc-referent">{referent}'
+                     '</strong>. Each run’s probabilities of the two nouns at “it”, and Δ, the '
+                     'clean referent’s logit minus the other noun’s:</p>\n<table '
+                     'class="lc-runs lc-compact" aria-live="polite"><thead><tr><th '
+                     'scope="col">run</th><th scope="col" class="lc-num">{noun0}</th><th '
+                     'scope="col" class="lc-num">'
+                     '{noun1}</th><th scope="col" class="lc-num">Δ</th></tr></thead><tbody>'
+                     '{runs}</tbody></table>\n<p>The fraction of Δ that comes back when one '
+                     'site of the clean run is put into the corrupt run (press a cell to see '
+                     'that run):</p>\n<div class="lc-maps">{heads}{resid}</div>'),
+    "patch_run": ('<tr class="lc-run"><th scope="row">{run}</th><td class="lc-num lc-p '
+                  'lc-weight" data-exact="{e0}">{p0}</td><td class="lc-num lc-p lc-weight" '
+                  'data-exact="{e1}">{p1}</td><td class="lc-num lc-diff">{diff}</td></tr>'),
+    "patch_heads": ('<table class="lc-compact lc-patch-map lc-heads-map"><caption>'
+                    'one head’s output</caption><thead><tr><th scope="col">layer</th>{cols}'
+                    '</tr></thead><tbody>{rows}</tbody></table>'),
+    "patch_resid": ('<table class="lc-compact lc-patch-map lc-resid-map"><caption>the '
+                    'residual stream at one word</caption><thead><tr><th scope="col">word'
+                    '</th>{cols}</tr></thead><tbody>{rows}</tbody></table>'),
+    "patch_cell": ('<td class="lc-patch-cell{dark}{on}" style="--w: {w}"><button type="button" '
+                   'class="lc-site" data-site="{site}" data-index="{index}" data-exact="{exact}"'
+                   ' aria-pressed="{pressed}" aria-label="{what}: restores {value}"{disabled}>'
+                   '{value}</button></td>'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
     "sequence_error": "Not a sequence the model reads: {problem}.",
     "gen_error": "Not a prompt the model reads: {problem}.",
+    "patch_error": "Not a sentence the encoder can patch: {problem}.",
 }
 
 _SLOT = re.compile(r"\{(\w+)\}")

@@ -1,7 +1,7 @@
 /* The text generator: the GPT of attention_lib.gpt, one position at a time with a key-value
-   cache (model.js), in double precision from its float16 weights, sampling as
-   attention_lib.generate does from the numbers of Mulberry32
-   (attention_lib.controls.mulberry32). */
+   cache, in double precision from its float16 weights, sampling as attention_lib.generate
+   does from the numbers of Mulberry32 (attention_lib.controls.mulberry32): generateIds of
+   model.js. */
 const CFG = DATA("config"), ALPHABET = DATA("alphabet");
 const N_NEW = DATA("nNew"), STRIP = DATA("strip"), MESSAGES = DATA("messages");
 const say = (name, slots) => fillText(MESSAGES[name], slots || {});
@@ -19,57 +19,9 @@ function byPosition(out, start) {
   return out.final.map((_, t) => out.self.map((layer) => layer.map(
     (head) => head[t].slice(0, start + t + 1))));
 }
-/* attention_lib.next_token_distribution with a temperature (no top-k, no top-p) */
-function distribution(z, tau) {
-  const p = new Array(z.length).fill(0);
-  if (tau === 0) {
-    let best = 0; z.forEach((x, i) => { if (x > z[best]) { best = i; } });
-    p[best] = 1; return p;
-  }
-  const m = Math.max.apply(null, z);
-  const w = z.map((x) => Math.exp((x - m) / tau));
-  const total = w.reduce((a, b) => a + b, 0);
-  return w.map((x) => x / total);
-}
-/* the first token whose cumulative probability exceeds u (numpy's searchsorted, right) */
-function draw(p, u) {
-  let c = 0, last = 0;
-  for (let i = 0; i < p.length; i++) {
-    c += p[i]; if (p[i] > 0) { last = i; }
-    if (c > u) { return i; }
-  }
-  return last;
-}
-function mulberry32(a) {
-  return function () {
-    a |= 0; a = a + 0x6D2B79F5 | 0;
-    let t = Math.imul(a ^ a >>> 15, 1 | a);
-    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t;
-    return ((t ^ t >>> 14) >>> 0) / 4294967296;
-  };
-}
-function shown(c, where) {
-  if (c === "\n") { return where === "text" ? TEMPLATES.gen_newline : "↵"; }
-  if (c === " " && where === "alone") { return "␣"; }
-  return esc(c);
-}
-function readPrompt() {
-  /* the same rules, in the same order and words, as the library's _prompt_problem */
-  const text = box.value, chars = [...text];
-  if (text === "") { return { problem: say("empty") }; }
-  const bad = [...new Set(chars.filter((c) => !ALPHABET.includes(c)))];
-  if (bad.length) {
-    return { problem: say("alphabet", { n: ALPHABET.length,
-                                        chars: bad.map((c) => JSON.stringify(c)).join(" ") }) };
-  }
-  if (chars.length >= CFG.context) {
-    return { problem: say("too_long", { most: CFG.context - 1, context: CFG.context }) };
-  }
-  return { ids: chars.map((c) => ALPHABET.indexOf(c)) };
-}
 function drawText(sel) {
   textOut.innerHTML = [...run.chars].map((c, j) => fill("gen_char", {
-    pos: j, char: shown(c, "text"),
+    pos: j, char: shownChar(c, "text"),
     cls: (j < run.nPrompt ? " lc-prompt" : "") + (j === sel ? " lc-sel" : "") })).join("");
 }
 function drawHeads(pos) {
@@ -80,12 +32,14 @@ function drawHeads(pos) {
       const w = run.weights[pos][l][h];
       let cells = "";
       for (let j = first; j <= pos; j++) {
-        cells += fill("gen_cell", { w: fmt(w[j], 4), exact: w[j], char: shown(run.chars[j], "strip"),
+        cells += fill("gen_cell", { w: fmt(w[j], 4), exact: w[j],
+                                    char: shownChar(run.chars[j], "strip"),
                                     dark: w[j] >= DARK_FROM ? " lc-dark" : "" });
       }
       let top = 0; w.forEach((x, j) => { if (x > w[top]) { top = j; } });
       rows.push(fill("head_row", { layer: l + 1, head: h + 1, cells: cells,
-        char: shown(run.chars[top], "alone"), back: pos - top, exact: w[top], weight: fmt(w[top], 2) }));
+        char: shownChar(run.chars[top], "alone"), back: pos - top, exact: w[top],
+        weight: fmt(w[top], 2) }));
     }
   }
   headBody.innerHTML = rows.join("");
@@ -104,7 +58,7 @@ async function generateText() {
     error.textContent = say("seed"); seedBox.setAttribute("aria-invalid", "true"); return;
   }
   seedBox.removeAttribute("aria-invalid");
-  const r = readPrompt();
+  const r = promptIds(box.value, ALPHABET, CFG.context, say);
   if (r.problem) {
     error.textContent = fill("gen_error", { problem: r.problem });
     box.setAttribute("aria-invalid", "true");
@@ -114,19 +68,13 @@ async function generateText() {
   button.disabled = true;
   W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
   if (!W) { button.disabled = false; return; }
-  const tau = parseFloat(temp.value), uniform = mulberry32(seed), cache = newCache(CFG);
-  const ids = r.ids.slice();
-  let out = stack(W, CFG, ids, { cache: cache });  // the prompt, then one token at a time
-  const weights = byPosition(out, 0), n = Math.min(N_NEW, CFG.context - ids.length);
-  let logits = tiedLogits(W, CFG, out.final[out.final.length - 1]);
-  for (let i = 0; i < n; i++) {
-    ids.push(draw(distribution(logits, tau), uniform()));
-    out = stack(W, CFG, ids.slice(-1), { cache: cache, start: ids.length - 1 });
-    weights.push(...byPosition(out, ids.length - 1));
-    logits = tiedLogits(W, CFG, out.final[0]);
-  }
-  run = { chars: ids.map((i) => ALPHABET[i]).join(""), nPrompt: r.ids.length, weights: weights };
-  root.dataset.logits = JSON.stringify(logits);
+  const tau = parseFloat(temp.value), n = Math.min(N_NEW, CFG.context - r.ids.length);
+  const weights = [];
+  const g = generateIds(W, CFG, r.ids, n, tau, mulberry32(seed), {
+    each: (out, start) => weights.push(...byPosition(out, start)) });
+  run = { chars: g.ids.map((i) => ALPHABET[i]).join(""), nPrompt: r.ids.length,
+          weights: weights };
+  root.dataset.logits = JSON.stringify(g.logits);
   drawText(run.chars.length - 1);
   posSlider.max = run.chars.length - 1;
   status.textContent = say("generated", { n: n, temperature: fmt(tau, 2),

@@ -1,7 +1,8 @@
-/* The engine of every control that runs a trained model in the page (the text generator, the
-   induction playground, the coreference and translation explorers): the weights, checked
-   against the size and checksum the element gives, and the model's pieces, in double
-   precision with the operations of attention_lib.model (the one model core) in order. Rows are
+/* The engine of every control that runs a trained model in the page (the text generator and
+   feature steering, the induction playground, the coreference and translation explorers):
+   the weights, checked against the size and checksum the element gives, the model's pieces,
+   in double precision with the operations of attention_lib.model (the one model core) in
+   order, and text written as attention_lib.generate writes it. Rows are
    Float64Arrays; parameters are {shape, data} by name; a model's sizes are `cfg`:
    {prefix, n_layers, n_heads, n_kv_heads, positions: "learned" | "rope" | "none",
    attention_only, causal, cross}, as attention_lib.controls.element.engine_config writes it. */
@@ -181,8 +182,11 @@ function addRows(a, b) { return a.map((x, t) => x.map((v, i) => v + b[t][i])); }
    query head i reads key/value head floor(i / (nHeads / nKvHeads))); causal (query at
    position p sees keys 0 .. p); keyMask (true = may attend, one per key: padding); rope
    (rotary positions on queries and keys); replace(weights) -> the weights the heads use
-   instead; headScale (one factor per head on its output: 0 removes it). Returns the output
-   rows and the weights [head][query][key], 0 on the keys a query may not see. */
+   instead; headScale (one factor per head on its output: 0 removes it); heads(rows) -> the
+   heads' outputs to use instead (or nothing to keep them): rows [query][h * d_head], head i
+   in columns i * d_head .. (i + 1) * d_head - 1, before the output projection (the site
+   "attn.heads" of attention_lib.model.hooks). Returns the output rows and the weights
+   [head][query][key], 0 on the keys a query may not see. */
 function attention(W, prefix, xs, source, o) {
   const H = o.nHeads, KV = o.nKvHeads || H, start = o.start || 0;
   const cache = o.cache || { k: [], v: [] };
@@ -228,7 +232,8 @@ function attention(W, prefix, xs, source, o) {
       }
     });
   });
-  return { out: merged.map((m) => linear(m, W[prefix + "w_o"], W[prefix + "b_o"])),
+  const heads = (o.heads && o.heads(merged)) || merged;
+  return { out: heads.map((m) => linear(m, W[prefix + "w_o"], W[prefix + "b_o"])),
            weights: weights };
 }
 
@@ -247,8 +252,12 @@ function newCache(cfg) {
    receives these: one new position at a time is cached decoding. Options: keyMask and
    memoryMask (padding of the sequence and of the memory), headMask and crossHeadMask
    (per layer and head, scales each head's output), replace(layer, weights) (the weights
-   self-attention's heads use instead). Returns the final rows and every layer's weights,
-   self [layer][head][query][key] and cross [layer][head][query][memory position]. */
+   self-attention's heads use instead), hooks: {site: fn} at sites named as in
+   attention_lib.model.hooks, "blocks.l.resid_pre", "blocks.l.attn.heads" (the heads'
+   outputs as attention's option heads gives them) and "blocks.l.resid_post", each fn given
+   the rows [position][...] and returning the rows to use instead, or nothing to keep them
+   (so a hook that copies them reads the run). Returns the final rows and every layer's
+   weights, self [layer][head][query][key] and cross [layer][head][query][memory position]. */
 function stack(W, cfg, ids, o) {
   o = o || {};
   const P = cfg.prefix || "", start = o.start || 0, wte = W[P + "wte"], d = wte.shape[1];
@@ -260,15 +269,18 @@ function stack(W, cfg, ids, o) {
     }
     return row;
   });
-  const self = [], cross = [];
+  const self = [], cross = [], hooks = o.hooks || {};
+  const hook = (site, rows) => (hooks[site] && hooks[site](rows)) || rows;
   for (let l = 0; l < cfg.n_layers; l++) {
-    const p = P + "blocks." + l + ".", cache = o.cache ? o.cache[l] : null;
+    const site = "blocks." + l + ".", p = P + site, cache = o.cache ? o.cache[l] : null;
+    x = hook(site + "resid_pre", x);
     const a = normRows(W, p + "ln1", x);
     const att = attention(W, p + "attn.", a, a, {
       nHeads: cfg.n_heads, nKvHeads: cfg.n_kv_heads, causal: cfg.causal,
       rope: cfg.positions === "rope", keyMask: o.keyMask, start: start,
       headScale: o.headMask ? o.headMask[l] : null, cache: cache ? cache.self : null,
-      replace: o.replace ? (w) => o.replace(l, w) : null });
+      replace: o.replace ? (w) => o.replace(l, w) : null,
+      heads: (rows) => hook(site + "attn.heads", rows) });
     x = addRows(x, att.out);
     self.push(att.weights);
     if (cfg.cross) {
@@ -283,6 +295,7 @@ function stack(W, cfg, ids, o) {
     if (!cfg.attention_only) {
       x = addRows(x, normRows(W, p + "ln2", x).map((r) => feedForward(W, p + "ff.", r)));
     }
+    x = hook(site + "resid_post", x);
   }
   return { final: normRows(W, P + "ln_f", x), self: self, cross: cross };
 }
@@ -295,4 +308,79 @@ function tiedLogits(W, cfg, row, ids) {
     let s = 0; for (let i = 0; i < d; i++) { s += row[i] * wte.data[id * d + i]; }
     return s;
   });
+}
+
+/* --- writing text ------------------------------------------------------------------------ */
+
+/* The small random generator the page samples with, as attention_lib.controls.mulberry32. */
+function mulberry32(a) {
+  return function () {
+    a |= 0; a = a + 0x6D2B79F5 | 0;
+    let t = Math.imul(a ^ a >>> 15, 1 | a);
+    t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t;
+    return ((t ^ t >>> 14) >>> 0) / 4294967296;
+  };
+}
+/* attention_lib.next_token_distribution with a temperature (no top-k, no top-p) */
+function distribution(z, tau) {
+  const p = new Array(z.length).fill(0);
+  if (tau === 0) {
+    let best = 0; z.forEach((x, i) => { if (x > z[best]) { best = i; } });
+    p[best] = 1; return p;
+  }
+  const m = Math.max.apply(null, z);
+  const w = z.map((x) => Math.exp((x - m) / tau));
+  const total = w.reduce((a, b) => a + b, 0);
+  return w.map((x) => x / total);
+}
+/* the first token whose cumulative probability exceeds u (numpy's searchsorted, right) */
+function draw(p, u) {
+  let c = 0, last = 0;
+  for (let i = 0; i < p.length; i++) {
+    c += p[i]; if (p[i] > 0) { last = i; }
+    if (c > u) { return i; }
+  }
+  return last;
+}
+/* attention_lib.generate(params, config, prompt, n, temperature=tau, uniform=uniform,
+   hooks=o.hooks) for a GPT with tied embeddings and n <= context - prompt length: the
+   prompt, then one token at a time with the key-value cache (each hook sees the prompt's
+   rows, then each new position's). o.each(out, start) sees the stack's output of every
+   pass. Returns the ids (the prompt's and the new ones) and the logits after the last. */
+function generateIds(W, cfg, prompt, n, tau, uniform, o) {
+  o = o || {};
+  const ids = prompt.slice(), cache = newCache(cfg), hooks = o.hooks || null;
+  let out = stack(W, cfg, ids, { cache: cache, hooks: hooks });
+  if (o.each) { o.each(out, 0); }
+  let logits = tiedLogits(W, cfg, out.final[out.final.length - 1]);
+  for (let i = 0; i < n; i++) {
+    ids.push(draw(distribution(logits, tau), uniform()));
+    out = stack(W, cfg, ids.slice(-1), { cache: cache, start: ids.length - 1, hooks: hooks });
+    if (o.each) { o.each(out, ids.length - 1); }
+    logits = tiedLogits(W, cfg, out.final[0]);
+  }
+  return { ids: ids, logits: logits };
+}
+/* A prompt as token ids, or what is wrong with it: the rules, order and words of
+   attention_lib.controls.generator's _prompt_problem (say(name, slots) fills its messages). */
+function promptIds(text, alphabet, context, say) {
+  const chars = [...text];
+  if (text === "") { return { problem: say("empty") }; }
+  const bad = [...new Set(chars.filter((c) => !alphabet.includes(c)))];
+  if (bad.length) {
+    return { problem: say("alphabet", { n: alphabet.length,
+                                        chars: bad.map((c) => JSON.stringify(c)).join(" ") }) };
+  }
+  if (chars.length >= context) {
+    return { problem: say("too_long", { most: context - 1, context: context }) };
+  }
+  return { ids: chars.map((c) => alphabet.indexOf(c)) };
+}
+/* A character as a text control shows it (as generator._char in the library): in the text a
+   new line is the gen_newline template, an arrow and a break; in a strip, the arrow alone;
+   standing alone, a space is the visible-space sign. */
+function shownChar(c, where) {
+  if (c === "\n") { return where === "text" ? TEMPLATES.gen_newline : "↵"; }
+  if (c === " " && where === "alone") { return "␣"; }
+  return esc(c);
 }
