@@ -57,6 +57,21 @@ def _prompt_problem(text: str, alphabet: str, context: int) -> str | None:
     return None
 
 
+def page_model(model: BookLanguageModel | None) -> tuple[BookLanguageModel, el.Weights]:
+    """The model a page runs (the book's by default) and its weights packed for the page."""
+    model = book_language_model() if model is None else model
+    if not isinstance(model, BookLanguageModel):
+        raise TypeError(f"model is {type(model).__name__}; expected a BookLanguageModel")
+    cfg = model.config
+    if not cfg.tie_embeddings or cfg.positions == "rope":
+        raise ValueError(f"the model has tie_embeddings={cfg.tie_embeddings} and positions="
+                         f"{cfg.positions!r}; the page runs tied models with learned or no "
+                         "positions")
+    blob = el.pack_weights(model.params, list(gpt_parameter_shapes(cfg)), 2,
+                           "round_to_half the model first")
+    return model, blob
+
+
 def mulberry32(seed: int) -> Callable[[], float]:
     """The small random generator the page samples with (Mulberry32), for ``generate``.
 
@@ -167,16 +182,8 @@ def text_generator(
     >>> markup.count('class="lc-ch lc-prompt')
     5
     """
-    model = book_language_model() if model is None else model
-    if not isinstance(model, BookLanguageModel):
-        raise TypeError(f"model is {type(model).__name__}; expected a BookLanguageModel")
+    model, blob = page_model(model)
     cfg, params = model.config, model.params
-    if not cfg.tie_embeddings or cfg.positions == "rope":
-        raise ValueError(f"the model has tie_embeddings={cfg.tie_embeddings} and positions="
-                         f"{cfg.positions!r}; the page runs tied models with learned or no "
-                         "positions")
-    blob = el.pack_weights(params, list(gpt_parameter_shapes(cfg)), 2,
-                        "round_to_half the model first")
     if not isinstance(prompt, str):
         raise TypeError(f"prompt={prompt!r}; expected a str")
     problem = _prompt_problem(prompt, model.tokenizer.alphabet, cfg.context)

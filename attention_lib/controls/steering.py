@@ -22,12 +22,12 @@ import numpy as np
 from .._validation import as_real_array, describe, positive_int, real_number
 from ..corpus import shakespeare_split
 from ..features import feature_clamp_hooks
-from ..gpt import BookLanguageModel, book_language_model, generate, gpt_parameter_shapes
+from ..gpt import BookLanguageModel, generate
 from ..interpret import stream_activations
 from ..sparse_autoencoder import SparseAutoencoder, trained_sparse_autoencoder
 from . import element as el
 from .generator import MESSAGES as GENERATOR_MESSAGES
-from .generator import _char, _prompt_problem, mulberry32
+from .generator import _char, _prompt_problem, mulberry32, page_model
 
 __all__ = ["feature_steering"]
 
@@ -276,16 +276,8 @@ def feature_steering(
     >>> markup.count('class="lc-ch lc-prompt')  # the prompt, in both texts
     14
     """
-    model = book_language_model() if model is None else model
-    if not isinstance(model, BookLanguageModel):
-        raise TypeError(f"model is {type(model).__name__}; expected a BookLanguageModel")
+    model, blob = page_model(model)
     cfg, params = model.config, model.params
-    if not cfg.tie_embeddings or cfg.positions == "rope":
-        raise ValueError(f"the model has tie_embeddings={cfg.tie_embeddings} and positions="
-                         f"{cfg.positions!r}; the page runs tied models with learned or no "
-                         "positions")
-    blob = el.pack_weights(params, list(gpt_parameter_shapes(cfg)), 2,
-                           "round_to_half the model first")
     sae = trained_sparse_autoencoder() if sae is None else sae
     site, arrays = _autoencoder(sae, cfg.d_model)
     site = _stream_site(site, cfg.n_layers)

@@ -376,6 +376,23 @@ function promptIds(text, alphabet, context, say) {
   }
   return { ids: chars.map((c) => alphabet.indexOf(c)) };
 }
+/* The seed box and the prompt box of a generator read and checked, in the library's words:
+   { seed, ids }, or null once the message is shown and the box marked invalid. */
+function seedAndPrompt(seedBox, box, error, alphabet, context, say) {
+  const seedText = seedBox.value.trim(), seed = Number(seedText);
+  if (!/^[0-9]+$/.test(seedText) || seed > 4294967295) {
+    error.textContent = say("seed"); seedBox.setAttribute("aria-invalid", "true"); return null;
+  }
+  seedBox.removeAttribute("aria-invalid");
+  const r = promptIds(box.value, alphabet, context, say);
+  if (r.problem) {
+    error.textContent = fill("gen_error", { problem: r.problem });
+    box.setAttribute("aria-invalid", "true");
+    return null;
+  }
+  error.textContent = ""; box.removeAttribute("aria-invalid");
+  return { seed: seed, ids: r.ids };
+}
 /* A character as a text control shows it (as generator._char in the library): in the text a
    new line is the gen_newline template, an arrow and a break; in a strip, the arrow alone;
    standing alone, a space is the visible-space sign. */

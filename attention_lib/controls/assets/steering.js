@@ -53,20 +53,11 @@ function readValue() {
   return v;
 }
 async function generateBoth() {
-  const seedText = seedBox.value.trim(), seed = Number(seedText);
-  if (!/^[0-9]+$/.test(seedText) || seed > 4294967295) {
-    error.textContent = say("seed"); seedBox.setAttribute("aria-invalid", "true"); return;
-  }
-  seedBox.removeAttribute("aria-invalid");
   const value = readValue();
   if (value === null) { return; }
-  const r = promptIds(box.value, ALPHABET, CFG.context, say);
-  if (r.problem) {
-    error.textContent = fill("gen_error", { problem: r.problem });
-    box.setAttribute("aria-invalid", "true");
-    return;
-  }
-  error.textContent = ""; box.removeAttribute("aria-invalid");
+  const r = seedAndPrompt(seedBox, box, error, ALPHABET, CFG.context, say);
+  if (!r) { return; }
+  const seed = r.seed;
   button.disabled = true;
   W = W || await weightsOrSay(loadWeights, status, error, MESSAGES);
   if (!W) { button.disabled = false; return; }
