@@ -8,7 +8,8 @@ The autoencoder itself, its training and the book's stored one are in
   :func:`reconstruction_error` (the squared error relative to the rows' spread);
 - :func:`sae_spliced_loss`: the language model's loss with the reconstruction in place of
   the activation, beside the loss of the model as it is and with the site ablated;
-- :func:`feature_top_contexts`: the positions of a text where one feature is largest;
+- where a feature fires most strongly: :func:`~attention_lib.top_activating_contexts` of
+  ``sae.feature(x, j)``, as for a neuron;
 - :func:`feature_clamp_hooks`: hooks that hold one feature at a value at every position
   while the rest of the activation (and the autoencoder's error) stays as it was.
 """
@@ -25,7 +26,7 @@ from ._validation import as_real_array, describe, index, positive_int, real_numb
 from .model.config import GPTConfig, check_params
 from .sparse_autoencoder import SparseAutoencoder, _check_site
 
-__all__ = ["SplicedLoss", "feature_clamp_hooks", "feature_frequencies", "feature_top_contexts",
+__all__ = ["SplicedLoss", "feature_clamp_hooks", "feature_frequencies",
            "reconstruction_error", "sae_spliced_loss"]
 
 def _check_sae(sae: Any) -> SparseAutoencoder:
@@ -263,54 +264,3 @@ def feature_clamp_hooks(sae: SparseAutoencoder, feature: int, value: float,
         return (x64 + (v - f)[..., None] * w_dec).astype(x.dtype, copy=False)
 
     return {sae.site: hook}
-
-
-def feature_top_contexts(sae: SparseAutoencoder, activations: Any, text: str, feature: int,
-                         *, k: int = 5, before: int = 40, after: int = 10,
-                         ) -> list[tuple[int, float, str, str]]:
-    """Where one feature fires most strongly in a text.
-
-    Parameters
-    ----------
-    sae : SparseAutoencoder
-    activations : array_like, shape (N, d)
-        The site's activations at every position of ``text`` (a character-level model:
-        position ``p`` has read ``text[p]``), e.g. from
-        :func:`~attention_lib.stream_activations`.
-    text : str
-        N characters.
-    feature : int
-        j, in ``0 .. m - 1``.
-    k : int, default 5
-        How many positions.
-    before, after : int
-        Characters shown up to and including the position, and after it.
-
-    Returns
-    -------
-    list of (int, float, str, str)
-        ``(position, activation, text[p - before + 1 : p + 1], text[p + 1 : p + 1 + after])``
-        for the ``k`` positions of largest activation, largest first (ties: the earlier
-        position first); fewer if the feature fires at fewer positions.
-
-    Examples
-    --------
-    >>> eye = np.eye(2)
-    >>> sae = SparseAutoencoder(np.hstack([eye, -eye]), np.zeros(4), np.vstack([eye, -eye]),
-    ...                         np.zeros(2))
-    >>> feature_top_contexts(sae, [[1.0, 0], [3.0, 0], [0.0, 1]], "abc", 0, k=1, before=2,
-    ...                      after=1)
-    [(1, 3.0, 'ab', 'c')]
-    """
-    sae = _check_sae(sae)
-    x = sae._rows(as_real_array(activations, "activations", min_ndim=2))
-    if not isinstance(text, str) or len(text) != x.shape[0]:
-        raise ValueError(f"text has {len(text) if isinstance(text, str) else type(text)} "
-                         f"characters; expected one per row of activations, {x.shape[0]}")
-    k = positive_int(k, "k")
-    before = positive_int(before, "before")
-    after = positive_int(after, "after", minimum=0)
-    f = sae.feature(x, feature)  # (N,)
-    order = np.argsort(-f, kind="stable")[:k]
-    return [(int(p), float(f[p]), text[max(p - before + 1, 0):p + 1], text[p + 1:p + 1 + after])
-            for p in order if f[p] > 0]

@@ -96,8 +96,9 @@ def report(sae: al.SparseAutoencoder) -> None:
         print(f"\n== {title} ==")
         for j in chosen:
             print(f"feature {j}: fires at {freq[j]:.4f} of positions")
-            for _p, a, left, right in al.feature_top_contexts(sae, v, text, int(j), k=5):
-                print(f"   {a:7.3f}  {left!r} | {right!r}")
+            for c in al.top_activating_contexts(sae.feature(v, int(j)), text, k=5,
+                                                before=40, after=10, min_distance=1):
+                print(f"   {c.value:7.3f}  {c.marked()}")
     prompt = model.encode("ROMEO:\n")
     plain = model.decode(al.generate(model.params, model.config, prompt, 80, temperature=0))
     print(f"\n== greedy from 'ROMEO:\\n' ==\n{plain!r}")
