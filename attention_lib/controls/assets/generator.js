@@ -53,7 +53,8 @@ function select(pos) {
   drawHeads(pos);
 }
 async function generateText() {
-  const r = seedAndPrompt(seedBox, box, error, ALPHABET, CFG.context, say);
+  const r = seedAndPrompt(seedBox, box, error, ALPHABET, CFG.context, say,
+                          (p) => fill("gen_error", { problem: p }));
   if (!r) { return; }
   const seed = r.seed;
   button.disabled = true;

@@ -1,5 +1,6 @@
-/* The engine of every control that runs a trained model in the page (the text generator and
-   feature steering, the induction playground, the coreference and translation explorers):
+/* The engine of every control that runs a trained model in the page (the text generator,
+   feature steering and the logit-lens explorer, the induction playground, the coreference
+   and translation explorers):
    the weights, checked against the size and checksum the element gives, the model's pieces,
    in double precision with the operations of attention_lib.model (the one model core) in
    order, and text written as attention_lib.generate writes it. Rows are
@@ -253,14 +254,17 @@ function newCache(cfg) {
    memoryMask (padding of the sequence and of the memory), headMask and crossHeadMask
    (per layer and head, scales each head's output), replace(layer, weights) (the weights
    self-attention's heads use instead), hooks: {site: fn} at sites named as in
-   attention_lib.model.hooks, "blocks.l.resid_pre", "blocks.l.attn.heads" (the heads'
-   outputs as attention's option heads gives them) and "blocks.l.resid_post", each fn given
+   attention_lib.model.hooks, "embed" (the token embedding plus the positions),
+   "blocks.l.resid_pre", "blocks.l.attn.heads" (the heads' outputs as attention's option
+   heads gives them) and "blocks.l.resid_post", each fn given
    the rows [position][...] and returning the rows to use instead, or nothing to keep them
    (so a hook that copies them reads the run). Returns the final rows and every layer's
    weights, self [layer][head][query][key] and cross [layer][head][query][memory position]. */
 function stack(W, cfg, ids, o) {
   o = o || {};
   const P = cfg.prefix || "", start = o.start || 0, wte = W[P + "wte"], d = wte.shape[1];
+  const self = [], cross = [], hooks = o.hooks || {};
+  const hook = (site, rows) => (hooks[site] && hooks[site](rows)) || rows;
   let x = ids.map((id, t) => {
     const row = wte.data.slice(id * d, id * d + d);
     if (cfg.positions === "learned") {
@@ -269,8 +273,7 @@ function stack(W, cfg, ids, o) {
     }
     return row;
   });
-  const self = [], cross = [], hooks = o.hooks || {};
-  const hook = (site, rows) => (hooks[site] && hooks[site](rows)) || rows;
+  x = hook("embed", x);
   for (let l = 0; l < cfg.n_layers; l++) {
     const site = "blocks." + l + ".", p = P + site, cache = o.cache ? o.cache[l] : null;
     x = hook(site + "resid_pre", x);
@@ -376,22 +379,30 @@ function promptIds(text, alphabet, context, say) {
   }
   return { ids: chars.map((c) => alphabet.indexOf(c)) };
 }
-/* The seed box and the prompt box of a generator read and checked, in the library's words:
-   { seed, ids }, or null once the message is shown and the box marked invalid. */
-function seedAndPrompt(seedBox, box, error, alphabet, context, say) {
+/* The prompt box read and checked, in the library's words (problem(text) words what is wrong
+   with it, e.g. in the library's gen_error template): its token ids, or null once
+   the message is shown and the box marked invalid. */
+function boxIds(box, error, alphabet, context, say, problem) {
+  const r = promptIds(box.value, alphabet, context, say);
+  if (r.problem) {
+    error.textContent = problem(r.problem);
+    box.setAttribute("aria-invalid", "true");
+    return null;
+  }
+  error.textContent = ""; box.removeAttribute("aria-invalid");
+  return r.ids;
+}
+/* The seed box and the prompt box of a generator read and checked, in the library's words
+   (say(name) for the seed, problem(text) for the prompt): { seed, ids }, or null once the
+   message is shown and the box marked invalid. */
+function seedAndPrompt(seedBox, box, error, alphabet, context, say, problem) {
   const seedText = seedBox.value.trim(), seed = Number(seedText);
   if (!/^[0-9]+$/.test(seedText) || seed > 4294967295) {
     error.textContent = say("seed"); seedBox.setAttribute("aria-invalid", "true"); return null;
   }
   seedBox.removeAttribute("aria-invalid");
-  const r = promptIds(box.value, alphabet, context, say);
-  if (r.problem) {
-    error.textContent = fill("gen_error", { problem: r.problem });
-    box.setAttribute("aria-invalid", "true");
-    return null;
-  }
-  error.textContent = ""; box.removeAttribute("aria-invalid");
-  return { seed: seed, ids: r.ids };
+  const ids = boxIds(box, error, alphabet, context, say, problem);
+  return ids ? { seed: seed, ids: ids } : null;
 }
 /* A character as a text control shows it (as generator._char in the library): in the text a
    new line is the gen_newline template, an arrow and a break; in a strip, the arrow alone;

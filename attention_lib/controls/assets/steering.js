@@ -55,7 +55,8 @@ function readValue() {
 async function generateBoth() {
   const value = readValue();
   if (value === null) { return; }
-  const r = seedAndPrompt(seedBox, box, error, ALPHABET, CFG.context, say);
+  const r = seedAndPrompt(seedBox, box, error, ALPHABET, CFG.context, say,
+                          (p) => fill("gen_error", { problem: p }));
   if (!r) { return; }
   const seed = r.seed;
   button.disabled = true;
