@@ -231,12 +231,12 @@ def feature_steering(
         ``site`` a block's ``"blocks.l.resid_post"`` (or ``"resid_pre"``).
     features : sequence of int, optional
         The features offered, distinct, ``0 <= j < m``; by default the
-        :data:`DEFAULT_FEATURES` with the largest values on the sample below.
+        4 (``DEFAULT_FEATURES``) with the largest values on the sample below.
     labels : sequence of str, optional
         One distinct label per feature (the menu shows them); ``"feature j"`` by default.
     peaks : sequence of float, optional
         Each feature's largest activation, > 0; by default measured on the first
-        :data:`PEAK_SAMPLE` characters of the validation text.
+        2,048 (``PEAK_SAMPLE``) characters of the validation text.
     reach : float, default 4.0
         Each slider runs from 0 to ``reach`` times its feature's peak (from 1 to 100),
         rounded up to its step, a power of ten.
