@@ -104,7 +104,9 @@ SCRIPTS = {"saturation": ("saturation.js",), "query": ("query.js",),
            "coreference": ("model.js", "coreference.js"),
            "translation": ("model.js", "translation.js"),
            "patching": ("model.js", "patching.js"),
-           "steering": ("model.js", "steering.js")}  # tested in test_controls_steering.py
+           # tested in their own files: test_controls_steering.py, test_controls_logit_lens.py
+           # (its grid scrolls sideways in a box of its own on a phone)
+           "steering": ("model.js", "steering.js"), "logit_lens": ("model.js", "logit_lens.js")}
 
 
 @functools.cache

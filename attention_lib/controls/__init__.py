@@ -41,13 +41,17 @@ One module per control, its script beside it in ``assets/``:
 - :func:`patching_map` (``patching``): activation patching of chapter 21's encoder on one
   minimal pair (chapter 24): what each head and each position of the residual stream
   restores, and the run that patches a chosen one (:func:`patching_twin` builds the twin of
-  a sentence the reader types).
+  a sentence the reader types);
+- :func:`logit_lens_explorer` (``logit_lens``): the book's GPT read after the embedding and
+  after each block through its read-out, on a text the reader types (chapter 23): each
+  reading's top next character per position, and its loss on the text.
 
 The controls that run a trained model (the generator, the induction playground, the two
-explorers, the patching map and feature steering) compute with one engine,
-``assets/model.js``: attention, layer norm, the feed-forward network, the block, the stack,
-cached decoding and sampling, with hooks at the sites of :mod:`attention_lib.model.hooks`
-that the patching map and feature steering use, in double precision with the operations
+explorers, the patching map, feature steering and the logit-lens explorer) compute with one
+engine, ``assets/model.js``: attention, layer norm, the feed-forward network, the block, the
+stack, cached decoding and sampling, with hooks at the sites of
+:mod:`attention_lib.model.hooks` that the patching map, feature steering and the logit-lens
+explorer use, in double precision with the operations
 of :mod:`attention_lib.model`. Their weights travel as bytes that hold the model's numbers
 exactly (float16 for the book's GPT, float32 for the trained encoder and translator, float64
 for the induction model), with their length and CRC-32: in the element or, on the website,
@@ -71,6 +75,7 @@ from .induction import (
     induction_playground,
     parse_induction_sequence,
 )
+from .logit_lens import logit_lens_explorer
 from .patching import patching_map, patching_twin
 from .projection import projection_scale_explorer
 from .query import query_picker
@@ -88,6 +93,7 @@ __all__ = [
     "coreference_explorer",
     "feature_steering",
     "induction_playground",
+    "logit_lens_explorer",
     "mulberry32",
     "parse_induction_sequence",
     "parse_retrieval_sequence",

@@ -174,6 +174,22 @@ TEMPLATES: dict[str, str] = {
                    'class="lc-site" data-site="{site}" data-index="{index}" data-exact="{exact}"'
                    ' aria-pressed="{pressed}" aria-label="{what}: restores {value}"{disabled}>'
                    '{value}</button></td>'),
+    # the logit-lens explorer: a grid with a row per reading of the stream and a column per
+    # position (headed by its character); each cell holds the reading's top next character and
+    # its probability, shaded by the probability w it gives the character that does come next
+    # (said in words too, for screen readers); the last column has no next character
+    "lens_table": ('<table class="lc-lens-grid"><thead><tr><th scope="col">reading</th>{cols}</tr>'
+                   '</thead><tbody>{rows}</tbody></table>'),
+    "lens_col": '<th scope="col" class="lc-lens-char" data-pos="{pos}">{char}</th>',
+    "lens_row": '<tr><th scope="row">{reading}</th>{cells}</tr>',
+    "lens_cell": ('<td class="lc-lens-cell{dark}" style="--w: {w}" data-next="{exact_next}">'
+                  '<span class="lc-top">{char}</span> <span class="lc-weight" '
+                  'data-exact="{exact}">{p}</span><span class="lc-sr">; {next}: {p_next}'
+                  '</span></td>'),
+    "lens_last": ('<td class="lc-lens-cell lc-lens-last"><span class="lc-top">{char}</span> '
+                  '<span class="lc-weight" data-exact="{exact}">{p}</span></td>'),
+    "lens_loss": ('<span class="lc-lens-loss">{reading} <span class="lc-num lc-loss" '
+                  'data-exact="{exact}">{loss}</span></span>'),
     # error messages (shown as text)
     "scale_error": "c must be a number from {lo} to {hi}; still showing c = {c}.",
     "sequence_error": "Not a sequence the model reads: {problem}.",
@@ -463,7 +479,7 @@ def assemble(kind: str, uid: str, data: Mapping[str, Any], body: str,
     title = check_title(title)
     scripts = [script] if isinstance(script, str) else list(script)
     data = {**data, "templates": {name: TEMPLATES[name] for name in templates}}
-    if {"heat_cell", "gen_cell", "ind_cell", "align_cell"} & set(templates):
+    if {"heat_cell", "gen_cell", "ind_cell", "align_cell", "lens_cell"} & set(templates):
         data["dark_from"] = HEAT_DARK_FROM
     attrs = " ".join(f'data-{name.replace("_", "-")}="{to_attr(value)}"'
                      for name, value in data.items())
