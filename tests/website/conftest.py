@@ -25,7 +25,7 @@ def toc_pages() -> list[str]:
 # Pages whose tests take longest (the API page's whole-page accessibility check alone takes
 # about a minute and a half on 2 cores): their tests go first, so that they run beside the
 # other pages' instead of finishing alone at the end while the other worker waits.
-FIRST_PAGES = ("api",)
+FIRST_PAGES = ("api", "api_models")
 
 
 def _page(item) -> str | None:
