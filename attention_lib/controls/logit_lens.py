@@ -34,6 +34,7 @@ MAX_COLUMNS = 32
 MESSAGES = {
     **{name: GENERATOR_MESSAGES[name] for name in ("empty", "alphabet", "too_long")},
     "waiting": "The weights ({size} MB) load when you first press Read.",
+    "edited": "Press Read to read the text as it is now (the weights load then).",
     "read": "Read {n} characters after each block; the grid shows the last {shown}.",
     "losses": "Mean loss on the text's {n} next characters, in nats per character:",
     "no_loss": ("The text has one character: no character follows it, so no reading has a "

@@ -78,4 +78,7 @@ function read() {
 }
 activate();
 button.addEventListener("click", read);
-box.addEventListener("input", () => { if (W) { read(); } });  // live once the weights are here
+// live once the weights are here; before that, the status says the edit waits for Read
+box.addEventListener("input", () => {
+  if (W) { read(); } else { status.textContent = say("edited"); }
+});
